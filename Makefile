@@ -1,0 +1,50 @@
+# Sillo Dash. `make run` starts the product; `make test` runs the whole suite.
+# Both set up a virtual environment with a Python 3.12+ found on this machine
+# (or PYTHON=/path/to/python3.12).
+
+VENV ?= .venv
+PY := $(VENV)/bin/python
+HOST ?= 127.0.0.1:8000
+
+# python3.x on PATH, else pyenv's installs (pyenv's shims answer "command not
+# found" for versions that are not selected, so each candidate is run).
+PYTHON ?= $(shell for p in python3.14 python3.13 python3.12 python3 \
+	$$(ls -d "$${PYENV_ROOT:-$$HOME/.pyenv}"/versions/3.1[2-9]*/bin/python3 2>/dev/null | sort -rV); do \
+	"$$p" -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1 && { command -v "$$p"; break; }; \
+	done)
+
+.PHONY: run test lint format bench clean
+
+$(PY):
+	@test -n "$(PYTHON)" || { echo "Sillo Dash needs Python 3.12 or newer and found none; set PYTHON=/path/to/python3.12" >&2; exit 1; }
+	"$(PYTHON)" -m venv $(VENV)
+
+$(VENV)/.runtime: requirements.txt | $(PY)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	touch $@
+
+$(VENV)/.dev: requirements.txt requirements-dev.txt | $(PY)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	touch $@ $(VENV)/.runtime
+
+run: $(VENV)/.runtime
+	DJANGO_DEBUG=true $(PY) manage.py migrate --noinput
+	DJANGO_DEBUG=true $(PY) manage.py ensureadmin --url http://$(HOST)/
+	DJANGO_DEBUG=true $(PY) manage.py runserver $(HOST)
+
+lint: $(VENV)/.dev
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+test: lint
+	$(PY) -m pytest
+
+format: $(VENV)/.dev
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+bench: $(VENV)/.dev
+	$(PY) bench/next_fire.py $(if $(QUICK),--quick,)
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

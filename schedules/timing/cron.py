@@ -1,0 +1,171 @@
+"""The Cron trigger: jumps field by field, then applies Debian cron's DST rules.
+
+Candidates are produced as local wall-clock times by walking months, then
+matching days, then hours, then minutes from sorted tables, so the cost of a
+fire time does not depend on how far away it is. Days without a UTC offset
+change map straight to instants. On a day with a transition:
+
+* a fixed-time job (minute and hour fields not starting with ``*``) runs once
+  per wall-clock time: in a skipped hour it runs at the end of the gap, in a
+  repeated hour only at the first occurrence;
+* any other job runs at every real instant whose wall-clock time matches.
+
+These are the rules of Debian cron and cronsim, which the tests compare against.
+"""
+
+from __future__ import annotations
+
+import calendar
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from .base import Trigger
+from .cronexpr import CronFields, parse_cron
+from .describe import describe_cron
+from .errors import InvalidTrigger
+from .zones import get_zone, is_imaginary, require_aware, to_utc
+
+ONE_MINUTE = timedelta(minutes=1)
+ONE_DAY = timedelta(days=1)
+MAX_YEAR = 9999
+
+
+def _naive_days(fields: CronFields, start: datetime) -> Iterator[tuple[int, int, int]]:
+    """(year, month, day) of matching days from start's date on, jumping by month."""
+    months = fields.months
+    year, index = start.year, bisect_left(months, start.month)
+    while year <= MAX_YEAR:
+        for month in months[index:]:
+            first_day = start.day if (year, month) == (start.year, start.month) else 1
+            first_weekday, length = calendar.monthrange(year, month)
+            days = fields.days(length, (first_weekday + 1) % 7)
+            for day in days[bisect_left(days, first_day) :]:
+                yield year, month, day
+        year, index = year + 1, 0
+
+
+def _times(fields: CronFields, after_hour: int, after_minute: int) -> Iterator[tuple[int, int]]:
+    """(hour, minute) pairs of a day strictly after after_hour:after_minute."""
+    minutes = fields.minutes
+    hours = fields.hours
+    start = bisect_left(hours, after_hour)
+    for hour in hours[start:]:
+        if hour == after_hour:
+            for minute in minutes[bisect_right(minutes, after_minute) :]:
+                yield hour, minute
+        else:
+            for minute in minutes:
+                yield hour, minute
+
+
+@dataclass(frozen=True)
+class Cron(Trigger):
+    """Fires when the wall-clock time in `tz` matches a five-field expression."""
+
+    expression: str
+    tz: str = "UTC"
+    fields: CronFields = field(init=False, repr=False, compare=False)
+    zone: ZoneInfo = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "fields", parse_cron(self.expression))
+        object.__setattr__(self, "zone", get_zone(self.tz))
+
+    def to_spec(self) -> dict:
+        return {"kind": "cron", "expression": self.expression, "tz": self.tz}
+
+    def describe(self) -> str:
+        return describe_cron(self.fields.expression, self.tz)
+
+    def iter_fires(self, after: datetime) -> Iterator[datetime]:
+        require_aware(after, "after")
+        zone, fields = self.zone, self.fields
+        after_utc = to_utc(after)
+        try:
+            start = after_utc.astimezone(zone).replace(tzinfo=None, fold=0)
+        except OverflowError:
+            return
+        plain_days = _PlainDays(zone)
+        # A fixed-time job never runs twice for one wall-clock time, and after
+        # a skipped hour it resumes from the end of the gap, as Debian cron does.
+        cursor = start if fields.fixed_time else None
+
+        for year, month, day in _naive_days(fields, start):
+            plain = plain_days.is_plain(year, month, day)
+            is_start_day = (year, month, day) == (start.year, start.month, start.day)
+            if is_start_day and (plain or fields.fixed_time):
+                times = _times(fields, start.hour, start.minute)
+            else:
+                times = _times(fields, -1, -1)
+
+            if plain:
+                for hour, minute in times:
+                    if cursor is not None:
+                        if datetime(year, month, day, hour, minute) <= cursor:
+                            continue
+                        cursor = None
+                    yield datetime(year, month, day, hour, minute, tzinfo=zone)
+            elif fields.fixed_time:
+                for hour, minute in times:
+                    if cursor is not None and datetime(year, month, day, hour, minute) <= cursor:
+                        continue
+                    resolved = _end_of_gap(datetime(year, month, day, hour, minute, tzinfo=zone))
+                    cursor = resolved.replace(tzinfo=None)
+                    if to_utc(resolved) > after_utc:
+                        yield resolved
+            else:
+                yield from _real_instants(zone, year, month, day, times, after_utc)
+
+
+def _real_instants(
+    zone: ZoneInfo,
+    year: int,
+    month: int,
+    day: int,
+    times: Iterator[tuple[int, int]],
+    after_utc: datetime,
+) -> list[datetime]:
+    """Every real instant of a transition day whose wall-clock time is in `times`."""
+    instants = []
+    for hour, minute in times:
+        first = datetime(year, month, day, hour, minute, tzinfo=zone)
+        if is_imaginary(first):
+            continue
+        instants.append(first)
+        second = first.replace(fold=1)
+        if second.utcoffset() != first.utcoffset():
+            instants.append(second)
+    instants.sort(key=to_utc)
+    return [instant for instant in instants if to_utc(instant) > after_utc]
+
+
+def _end_of_gap(local: datetime) -> datetime:
+    """`local` itself, or the first real minute after it if a DST jump skipped it."""
+    steps = 0
+    while is_imaginary(local):
+        local = local + ONE_MINUTE  # wall-clock arithmetic within the zone
+        steps += 1
+        if steps > 24 * 60:  # no zone skips a whole day in one jump
+            raise InvalidTrigger(f"cannot resolve skipped local time {local.isoformat()}")
+    return local
+
+
+class _PlainDays:
+    """Whether a local day has no UTC offset change, so wall times map 1:1."""
+
+    def __init__(self, zone: ZoneInfo) -> None:
+        self.zone = zone
+        self.fixed = zone.key == "UTC"
+
+    def is_plain(self, year: int, month: int, day: int) -> bool:
+        if self.fixed:
+            return True
+        midnight = datetime(year, month, day, tzinfo=self.zone)
+        try:
+            next_midnight = datetime.combine(midnight.date() + ONE_DAY, midnight.timetz())
+        except OverflowError:
+            return True
+        return midnight.utcoffset() == next_midnight.utcoffset()
