@@ -5,7 +5,11 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_not_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.utils import timezone
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
+
+from .health import health_report
 
 
 @require_GET
@@ -14,6 +18,8 @@ def home(request: HttpRequest) -> HttpResponse:
 
 
 @login_not_required
+@never_cache
 @require_GET
 def health(request: HttpRequest) -> JsonResponse:
-    return JsonResponse({"status": "ok"})
+    healthy, report = health_report(now=timezone.now())
+    return JsonResponse(report, status=200 if healthy else 503)

@@ -12,10 +12,12 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "sillo_dash.settings")
 django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
-from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.routing import ChannelNameRouter, ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from schedules.consumers import SchedulerWakeConsumer  # noqa: E402
 from schedules.routing import websocket_urlpatterns  # noqa: E402
+from schedules.services import SCHEDULER_CHANNEL  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
@@ -23,5 +25,7 @@ application = ProtocolTypeRouter(
         "websocket": AllowedHostsOriginValidator(
             AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
         ),
+        # runscheduler's background worker: wake and run-now hints.
+        "channel": ChannelNameRouter({SCHEDULER_CHANNEL: SchedulerWakeConsumer.as_asgi()}),
     }
 )

@@ -1,20 +1,31 @@
-"""`manage.py schedules ...`: the operators' command line."""
+"""`manage.py schedules ...`: the operators' command line.
+
+Every action calls the same service functions as the dashboard. Bad input is
+one line on stderr and a non-zero exit, never a traceback.
+"""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
+import time
 
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
+from schedules import flags, services
+from schedules.conf import setting
 from schedules.management.cli import OneLineParser
+from schedules.models import FINISHED, Run, Schedule, ScheduleStatus
+from schedules.presenters import run_data, schedule_data
+from schedules.scheduler.store import alive_instances
 from schedules.timing import Cron, InvalidTrigger, Trigger, instant_from_text, trigger_from_spec
 from schedules.timing.zones import get_zone
 
 
 class Command(BaseCommand):
-    help = "Inspect and steer schedules. `schedules preview EXPR` shows the next fire times."
+    help = "Inspect and steer schedules: list, show, preview, pause, resume, cancel, run, runs."
 
     def create_parser(self, prog_name: str, subcommand: str, **kwargs: object) -> OneLineParser:
         parser = super().create_parser(prog_name, subcommand, **kwargs)
@@ -26,27 +37,138 @@ class Command(BaseCommand):
         actions = parser.add_subparsers(
             dest="action", required=True, metavar="ACTION", parser_class=OneLineParser
         )
-        preview = actions.add_parser(
-            "preview",
-            help="human text and next fire times of a cron expression or a trigger spec",
-            called_from_command_line=getattr(parser, "called_from_command_line", False),
-        )
+        cli = getattr(parser, "called_from_command_line", False)
+
+        def action(name: str, help: str) -> argparse.ArgumentParser:
+            return actions.add_parser(name, help=help, called_from_command_line=cli)
+
+        listing = action("list", "schedules, with flags")
+        listing.add_argument("--status", choices=ScheduleStatus.values)
+        listing.add_argument("--flag", choices=["orphan", "duplicate"])
+        listing.add_argument("--json", action="store_true")
+
+        show = action("show", "one schedule in full")
+        show.add_argument("code")
+        show.add_argument("--json", action="store_true")
+
+        for name, verb in (("pause", "pause"), ("resume", "resume"), ("cancel", "cancel")):
+            change = action(name, f"{verb} a schedule")
+            change.add_argument("code")
+            change.add_argument("--json", action="store_true")
+
+        run = action("run", "queue a manual run now")
+        run.add_argument("code")
+        run.add_argument("--wait", action="store_true", help="wait for the outcome")
+        run.add_argument("--inline", action="store_true", help="run it in this process")
+        run.add_argument("--timeout", type=float, default=600, help="seconds to --wait")
+        run.add_argument("--json", action="store_true")
+
+        runs = action("runs", "recent runs, newest first")
+        runs.add_argument("code", nargs="?")
+        runs.add_argument("--limit", type=int, default=20)
+        runs.add_argument("--json", action="store_true")
+
+        preview = action("preview", "human text and next fire times of an expression or spec")
         preview.add_argument("expression", nargs="?", help="a cron expression, e.g. '0 9 * * 1-5'")
         preview.add_argument("--spec", help="a JSON trigger spec instead of an expression")
         preview.add_argument("--tz", help="IANA zone of the expression and of the output")
         preview.add_argument("-n", type=int, default=10, help="how many fire times (default 10)")
-        preview.add_argument(
-            "--after", help="ISO-8601 start (default: now); local to --tz if no offset"
-        )
-        preview.add_argument(
-            "--json", action="store_true", help="print a JSON array of ISO-8601 times"
-        )
+        preview.add_argument("--after", help="ISO-8601 start (default: now); local to --tz")
+        preview.add_argument("--json", action="store_true", help="a JSON array of ISO-8601 times")
 
     def handle(self, *args: object, **options: object) -> None:
         try:
             getattr(self, f"handle_{options['action']}")(**options)
-        except InvalidTrigger as exc:
+        except (InvalidTrigger, services.InvalidTransition, services.RunRefused) as exc:
             raise CommandError(str(exc), returncode=2) from None
+
+    def emit(self, data: object) -> None:
+        self.stdout.write(json.dumps(data, ensure_ascii=False, indent=None))
+
+    # ---------------------------------------------------------------- actions
+
+    def handle_list(self, *, status: str | None, flag: str | None, json: bool, **_) -> None:
+        schedules = Schedule.objects.all()
+        if status:
+            schedules = schedules.filter(status=status)
+        if flag:
+            schedules = flags.with_flag(schedules, flag)
+        rows = [schedule_data(s) for s in schedules]
+        if json:
+            self.emit(rows)
+            return
+        for row in rows:
+            marks = " ".join(f"[{f.upper()}]" for f in row["flags"])
+            self.stdout.write(
+                f"{row['code']:30} {row['status']:10} next {row['next_run_at'] or '-':32} "
+                f"{row['last_outcome'] or '-':10} {row['description']} {marks}".rstrip()
+            )
+        if not rows:
+            self.stdout.write("no schedules")
+
+    def handle_show(self, *, code: str, json: bool, **_) -> None:
+        schedule = _schedule(code)
+        data = schedule_data(schedule)
+        data["next_fire_times"] = _next_times(schedule)
+        if json:
+            self.emit(data)
+            return
+        for key, value in data.items():
+            self.stdout.write(f"{key:18} {value}")
+
+    def handle_pause(self, *, code: str, json: bool, **_) -> None:
+        self._changed(services.schedule_pause(schedule=_schedule(code)), json)
+
+    def handle_resume(self, *, code: str, json: bool, **_) -> None:
+        self._changed(services.schedule_resume(schedule=_schedule(code)), json)
+
+    def handle_cancel(self, *, code: str, json: bool, **_) -> None:
+        self._changed(services.schedule_cancel(schedule=_schedule(code)), json)
+
+    def _changed(self, schedule: Schedule, json: bool) -> None:
+        if json:
+            self.emit(schedule_data(schedule))
+        else:
+            self.stdout.write(f"{schedule.code} is {schedule.status}")
+
+    def handle_run(
+        self, *, code: str, wait: bool, inline: bool, timeout: float, json: bool, **_
+    ) -> None:
+        run = services.schedule_run_now(schedule=_schedule(code))
+        if inline:
+            from schedules.scheduler.process import run_inline
+
+            asyncio.run(run_inline(run.pk))
+            run.refresh_from_db()
+        elif wait:
+            if not alive_instances(now=timezone.now(), stale_after=setting("SILLO_STALE_AFTER")):
+                raise CommandError(
+                    f"run #{run.pk} is queued, but no scheduler is running to pick it up; "
+                    "start one (manage.py runscheduler) or use --inline",
+                    returncode=1,
+                )
+            run = _wait_for(run, timeout)
+        if json:
+            self.emit(run_data(run))
+        else:
+            self.stdout.write(_run_line(run))
+        if run.status in FINISHED and run.status != "succeeded":
+            raise CommandError(f"run #{run.pk} ended {run.status}", returncode=1)
+
+    def handle_runs(self, *, code: str | None, limit: int, json: bool, **_) -> None:
+        if not 1 <= limit <= 10_000:
+            raise CommandError("--limit must be from 1 to 10000", returncode=2)
+        runs = Run.objects.all()
+        if code:
+            runs = runs.filter(schedule_code=code)
+        rows = list(runs.order_by("-queued_at", "-pk")[:limit])
+        if json:
+            self.emit([run_data(r) for r in rows])
+            return
+        for run in rows:
+            self.stdout.write(_run_line(run))
+        if not rows:
+            self.stdout.write("no runs")
 
     def handle_preview(
         self,
@@ -57,20 +179,59 @@ class Command(BaseCommand):
         n: int,
         after: str | None,
         json: bool,
-        **_: object,
+        **_,
     ) -> None:
         trigger = _trigger(expression, spec, tz)
         zone = get_zone(tz) if tz else getattr(trigger, "zone", None) or get_zone("UTC")
         start = instant_from_text(after, zone.key) if after else timezone.now()
         times = [t.astimezone(zone) for t in trigger.preview(n, start)]
         if json:
-            self.stdout.write(_json([t.isoformat() for t in times]))
+            self.emit([t.isoformat() for t in times])
             return
         self.stdout.write(trigger.describe())
         if not times:
             self.stdout.write("  (no fire times after the start)")
         for i, t in enumerate(times, 1):
             self.stdout.write(f"{i:>4}  {t:%a %Y-%m-%d %H:%M:%S %z}  {zone.key}")
+
+
+def _schedule(code: str) -> Schedule:
+    try:
+        return Schedule.objects.get(code=code)
+    except Schedule.DoesNotExist:
+        raise CommandError(f"no schedule with code '{code}'", returncode=2) from None
+
+
+def _next_times(schedule: Schedule) -> list[str]:
+    try:
+        zone = get_zone(schedule.tz)
+        return [
+            t.astimezone(zone).isoformat()
+            for t in schedule.get_trigger().preview(10, timezone.now())
+        ]
+    except InvalidTrigger:
+        return []
+
+
+def _wait_for(run: Run, timeout: float) -> Run:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        run.refresh_from_db()
+        if run.status in FINISHED:
+            return run
+        time.sleep(0.2)
+    raise CommandError(f"run #{run.pk} still {run.status} after {timeout:g}s", returncode=1)
+
+
+def _run_line(run: Run) -> str:
+    duration = f"{run.duration_ms}ms" if run.duration_ms is not None else "-"
+    text = (
+        f"#{run.pk:<6} {run.schedule_code:30} {run.status:11} {run.reason:9} "
+        f"attempt {run.attempt} {duration:>9}"
+    )
+    if run.error:
+        text += f"  {run.error.splitlines()[0][:120]}"
+    return text
 
 
 def _trigger(expression: str | None, spec: str | None, tz: str | None) -> Trigger:
@@ -81,7 +242,3 @@ def _trigger(expression: str | None, spec: str | None, tz: str | None) -> Trigge
     if spec is not None:
         return trigger_from_spec(spec)
     return Cron(expression, tz or "UTC")
-
-
-def _json(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False)

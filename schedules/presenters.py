@@ -1,0 +1,70 @@
+"""Plain-data views of schedules and runs, shared by the CLI, health and events."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from .flags import flags_for
+from .models import Run, Schedule
+from .registry import Registry, registry
+from .timing import InvalidTrigger
+
+
+def iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def schedule_data(schedule: Schedule, tasks: Registry = registry) -> dict:
+    try:
+        description = schedule.get_trigger().describe()
+    except InvalidTrigger as exc:
+        description = f"invalid trigger: {exc}"
+    return {
+        "code": schedule.code,
+        "task_name": schedule.task_name,
+        "status": schedule.status,
+        "source": schedule.source,
+        "trigger": schedule.trigger,
+        "description": description,
+        "tz": schedule.tz,
+        "kwargs": schedule.kwargs,
+        "next_run_at": iso(schedule.next_run_at),
+        "last_run_at": iso(schedule.last_run_at),
+        "last_outcome": schedule.last_outcome or None,
+        "last_error": schedule.last_error or None,
+        "last_duration_ms": None
+        if schedule.last_duration is None
+        else round(schedule.last_duration * 1000),
+        "runs": schedule.run_count,
+        "errors": schedule.error_count,
+        "flags": flags_for(schedule, tasks),
+        "options": {
+            "timeout": schedule.timeout,
+            "max_attempts": schedule.max_attempts,
+            "retry_delay": schedule.retry_delay,
+            "max_instances": schedule.max_instances,
+            "overlap": schedule.overlap,
+            "misfire": schedule.misfire,
+            "misfire_grace": schedule.misfire_grace,
+            "priority": schedule.priority,
+        },
+    }
+
+
+def run_data(run: Run) -> dict:
+    return {
+        "id": run.pk,
+        "code": run.schedule_code,
+        "task_name": run.task_name,
+        "status": run.status,
+        "reason": run.reason,
+        "attempt": run.attempt,
+        "slot": iso(run.slot),
+        "queued_at": iso(run.queued_at),
+        "started_at": iso(run.started_at),
+        "finished_at": iso(run.finished_at),
+        "duration_ms": run.duration_ms,
+        "error": run.error or None,
+        "result": run.result,
+        "scheduler": run.scheduler or None,
+    }

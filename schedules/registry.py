@@ -1,0 +1,196 @@
+"""Task declarations: `@schedules.task(...)`, discovery, duplicates and failures.
+
+A task is a function declared in code as schedulable. Declarations are
+collected here at import time; `autodiscover()` imports every installed app's
+`tasks.py` and records the modules that fail, so the other tasks keep working.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import logging
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .timing import Cron, Interval, InvalidTrigger, Trigger
+
+logger = logging.getLogger(__name__)
+
+OVERLAP_CHOICES = ("skip", "replace")
+MISFIRE_CHOICES = ("skip", "once", "all")
+
+
+@dataclass(frozen=True)
+class TaskOptions:
+    """How a task runs; a schedule record starts from these and may override them."""
+
+    timeout: float | None = None
+    max_attempts: int = 1
+    retry_delay: float = 10.0
+    max_instances: int = 1
+    overlap: str = "skip"
+    misfire: str = "skip"
+    misfire_grace: float = 60.0
+    priority: int = 0
+
+
+@dataclass
+class TaskDeclaration:
+    """One function declared with `@schedules.task`."""
+
+    name: str
+    func: Callable[..., Any]
+    options: TaskOptions
+    default_trigger: Trigger | None = None
+    middleware: tuple[Callable, ...] = ()
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def module(self) -> str:
+        return self.func.__module__
+
+    @property
+    def qualname(self) -> str:
+        return f"{self.func.__module__}.{self.func.__qualname__}"
+
+    @property
+    def is_async(self) -> bool:
+        return inspect.iscoroutinefunction(self.func)
+
+
+@dataclass
+class Registry:
+    """Every declaration seen, by task name, and the task modules that failed."""
+
+    declarations: dict[str, list[TaskDeclaration]] = field(default_factory=dict)
+    failed_imports: dict[str, str] = field(default_factory=dict)
+
+    def add(self, declaration: TaskDeclaration) -> None:
+        existing = self.declarations.setdefault(declaration.name, [])
+        # Re-importing the same module (autoreload, tests) is not a duplicate.
+        existing[:] = [d for d in existing if d.qualname != declaration.qualname]
+        existing.append(declaration)
+
+    def get(self, name: str) -> TaskDeclaration | None:
+        """The one declaration of `name`; None if undeclared or a duplicate."""
+        found = self.declarations.get(name, [])
+        return found[0] if len(found) == 1 else None
+
+    def runnable_names(self) -> set[str]:
+        return {name for name, found in self.declarations.items() if len(found) == 1}
+
+    def duplicate_names(self) -> set[str]:
+        return {name for name, found in self.declarations.items() if len(found) > 1}
+
+    def all(self) -> list[TaskDeclaration]:
+        return [d for found in self.declarations.values() for d in found]
+
+    def status_of(self, task_name: str) -> str:
+        """'ok', 'duplicate' or 'orphan' for a schedule's task name."""
+        found = self.declarations.get(task_name, [])
+        if len(found) > 1:
+            return "duplicate"
+        return "ok" if found else "orphan"
+
+
+registry = Registry()
+
+
+def task(
+    name: str,
+    *,
+    every: float | None = None,
+    cron: str | None = None,
+    tz: str | None = None,
+    timeout: float | None = None,
+    max_attempts: int = 1,
+    retry_delay: float = 10.0,
+    max_instances: int = 1,
+    overlap: str = "skip",
+    misfire: str = "skip",
+    misfire_grace: float = 60.0,
+    priority: int = 0,
+    middleware: Sequence[Callable] = (),
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Declare a function as a schedulable task called `name`.
+
+    `every` (seconds) or `cron` (with `tz`) give the task a code default: a
+    schedule record created when missing. The function is returned unchanged.
+    """
+
+    def register(func: Callable[..., Any]) -> Callable[..., Any]:
+        options = TaskOptions(
+            timeout=timeout,
+            max_attempts=max_attempts,
+            retry_delay=retry_delay,
+            max_instances=max_instances,
+            overlap=overlap,
+            misfire=misfire,
+            misfire_grace=misfire_grace,
+            priority=priority,
+        )
+        declaration = TaskDeclaration(
+            name=name, func=func, options=options, middleware=tuple(middleware)
+        )
+        declaration.problems.extend(_option_problems(options))
+        if not isinstance(name, str) or not name.strip():
+            declaration.problems.append("task name must be a non-empty string")
+        if every is not None and cron is not None:
+            declaration.problems.append("declare either every= or cron=, not both")
+        elif every is not None or cron is not None:
+            try:
+                declaration.default_trigger = (
+                    Interval(every, seed=name) if every is not None else Cron(cron, tz or "UTC")
+                )
+            except InvalidTrigger as exc:
+                declaration.problems.append(f"invalid default schedule: {exc}")
+        elif tz is not None:
+            declaration.problems.append("tz= only applies together with cron=")
+        registry.add(declaration)
+        return func
+
+    return register
+
+
+def _option_problems(options: TaskOptions) -> list[str]:
+    problems = []
+    if options.timeout is not None and not options.timeout > 0:
+        problems.append("timeout must be positive seconds or None")
+    if not isinstance(options.max_attempts, int) or options.max_attempts < 1:
+        problems.append("max_attempts must be at least 1")
+    if not options.retry_delay >= 0:
+        problems.append("retry_delay must not be negative")
+    if not isinstance(options.max_instances, int) or options.max_instances < 1:
+        problems.append("max_instances must be at least 1")
+    if options.overlap not in OVERLAP_CHOICES:
+        problems.append(f"overlap must be one of {', '.join(OVERLAP_CHOICES)}")
+    if options.misfire not in MISFIRE_CHOICES:
+        problems.append(f"misfire must be one of {', '.join(MISFIRE_CHOICES)}")
+    if not options.misfire_grace >= 0:
+        problems.append("misfire_grace must not be negative")
+    return problems
+
+
+def autodiscover(app_modules: Sequence[str]) -> None:
+    """Import `<app>.tasks` for each app; record the ones that fail to import."""
+    for app in app_modules:
+        module_name = f"{app}.tasks"
+        try:
+            importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name == module_name:
+                continue  # the app has no tasks.py
+            _record_failure(module_name)
+        except Exception:
+            _record_failure(module_name)
+        else:
+            registry.failed_imports.pop(module_name, None)
+
+
+def _record_failure(module_name: str) -> None:
+    summary = traceback.format_exc(limit=-1).strip().splitlines()[-1]
+    registry.failed_imports[module_name] = summary
+    logger.error("task module %s failed to import: %s", module_name, summary)

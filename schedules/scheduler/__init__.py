@@ -1,0 +1,1 @@
+"""The scheduler: claims due slots, runs tasks, records every run."""

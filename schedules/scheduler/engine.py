@@ -1,0 +1,331 @@
+"""The scheduler loop: small steps on one event loop, each safe to repeat.
+
+A pass heartbeats, recovers runs of dead schedulers, syncs code defaults,
+claims due slots and queued runs, and launches them; then the loop sleeps
+until the next due instant, a wake hint, or the resync interval. A failing
+pass is logged and retried with backoff: the loop never dies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from functools import partial
+from typing import Any
+
+from django.db import DatabaseError, connection
+
+from .. import services
+from ..conf import setting
+from ..models import Run, RunStatus, Schedule
+from ..registry import Registry, registry
+from ..signals import run_finished, run_started
+from . import store
+from .clock import Clock, SystemClock
+from .events import publish_run
+from .executor import Executor, Outcome, context_for
+
+logger = logging.getLogger(__name__)
+
+MAX_BACKOFF = 30.0
+PRUNE_EVERY = 50  # finished runs of a schedule between two prunes
+
+# Schedulers running in this process, for wake hints from the channel worker.
+_local: set[Scheduler] = set()
+
+
+def wake_local() -> None:
+    for scheduler in list(_local):
+        scheduler.wake()
+
+
+class Scheduler:
+    def __init__(
+        self,
+        *,
+        clock: Clock | None = None,
+        tasks: Registry = registry,
+        instance_id: str | None = None,
+        executor: Executor | None = None,
+    ) -> None:
+        self.clock = clock or SystemClock()
+        self.tasks = tasks
+        self.instance_id = instance_id or uuid.uuid4().hex[:16]
+        self.host = socket.gethostname()
+        self.executor = executor or Executor(sync_workers=setting("SILLO_SYNC_WORKERS"))
+        # One thread for the scheduler's own queries, apart from web requests and tasks.
+        self._db_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sillo-db")
+        self._wake = asyncio.Event()
+        self._stopping = False
+        self.in_flight: dict[int, asyncio.Task] = {}
+        self._in_flight_schedule: dict[int, int | None] = {}
+        self._last: dict[str, datetime] = {}
+        self._finished_since_prune: dict[int, int] = {}
+        self.passes = 0
+
+    # -------------------------------------------------------------- plumbing
+
+    async def db(self, fn: Callable[..., Any], **kwargs: Any) -> Any:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._db_pool, partial(_db_call, fn, kwargs))
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def _due(self, step: str, every: float, now: datetime) -> bool:
+        last = self._last.get(step)
+        if last is None or (now - last).total_seconds() >= every:
+            self._last[step] = now
+            return True
+        return False
+
+    def _local_in_flight(self) -> dict[int, int]:
+        counts = self.executor.lingering_counts()
+        return counts
+
+    # -------------------------------------------------------------- lifecycle
+
+    async def start(self) -> None:
+        now = self.clock.now()
+        await self.db(
+            store.register_instance,
+            instance_id=self.instance_id,
+            host=self.host,
+            pid=os.getpid(),
+            now=now,
+        )
+        self._last["heartbeat"] = now
+        _local.add(self)
+        logger.info("scheduler %s started on %s pid %s", self.instance_id, self.host, os.getpid())
+
+    async def run_forever(self, stop: asyncio.Event) -> None:
+        """Passes until `stop` is set; then a graceful shutdown."""
+        await self._retrying(self.start, stop)
+        backoff = 1.0
+        while not stop.is_set():
+            try:
+                delay = await self.run_pass()
+                backoff = 1.0
+            except Exception:
+                logger.exception("scheduler pass failed; retrying in %.0fs", backoff)
+                delay, backoff = backoff, min(backoff * 2, MAX_BACKOFF)
+            if stop.is_set():
+                break
+            waiter = asyncio.ensure_future(self.clock.wait(delay, self._wake))
+            stopper = asyncio.ensure_future(stop.wait())
+            await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
+            waiter.cancel()
+            stopper.cancel()
+        await self.shutdown()
+
+    async def _retrying(self, step: Callable, stop: asyncio.Event) -> None:
+        backoff = 1.0
+        while not stop.is_set():
+            try:
+                await step()
+                return
+            except Exception:
+                logger.exception("scheduler start failed; retrying in %.0fs", backoff)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, MAX_BACKOFF)
+
+    async def shutdown(self) -> None:
+        """Stop claiming, give runs a grace period, cancel the rest, record all."""
+        self._stopping = True
+        _local.discard(self)
+        tasks = list(self.in_flight.values())
+        if tasks:
+            grace = setting("SILLO_SHUTDOWN_GRACE")
+            logger.info("waiting up to %.0fs for %d run(s)", grace, len(tasks))
+            done, pending = await asyncio.wait(tasks, timeout=grace)
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.wait(pending)
+        try:
+            await self.db(store.stop_instance, instance_id=self.instance_id, now=self.clock.now())
+        except Exception:
+            logger.exception("could not mark scheduler %s stopped", self.instance_id)
+        self.executor.shutdown()
+        self._db_pool.shutdown(wait=True)
+        logger.info("scheduler %s stopped", self.instance_id)
+
+    # -------------------------------------------------------------- one pass
+
+    async def run_pass(self) -> float:
+        """One round of work; returns how long to sleep before the next."""
+        self.passes += 1
+        now = self.clock.now()
+        if self._due("heartbeat", setting("SILLO_HEARTBEAT_INTERVAL"), now):
+            await self.db(store.heartbeat, instance_id=self.instance_id, now=now)
+            for run in await self.db(
+                store.recover_crashed,
+                now=now,
+                stale_after=setting("SILLO_STALE_AFTER"),
+                host=self.host,
+            ):
+                await self._publish(run)
+            await self._notice_cancelled()
+        if self._due("sync", setting("SILLO_RESYNC_INTERVAL"), now):
+            await self.db(services.sync_code_defaults, tasks=self.tasks, now=now)
+
+        if not self._stopping:
+            runs, replaced = await self.db(
+                store.claim_due,
+                now=now,
+                instance_id=self.instance_id,
+                tasks=self.tasks,
+                limit=setting("SILLO_CLAIM_BATCH"),
+                max_catch_up=setting("SILLO_MAX_CATCH_UP"),
+                local_in_flight=self._local_in_flight(),
+            )
+            queued, replaced_too = await self.db(
+                store.claim_queued,
+                now=now,
+                instance_id=self.instance_id,
+                tasks=self.tasks,
+                limit=setting("SILLO_CLAIM_BATCH"),
+                local_in_flight=self._local_in_flight(),
+            )
+            self._cancel_local([*replaced, *replaced_too], "replaced by a newer run")
+            for run in [*runs, *queued]:
+                await self._launch_or_report(run)
+
+        next_at = await self.db(store.next_wakeup, tasks=self.tasks)
+        resync = setting("SILLO_RESYNC_INTERVAL")
+        if next_at is None:
+            return resync
+        return max(0.0, min(resync, (next_at - self.clock.now()).total_seconds()))
+
+    async def wait_idle(self) -> None:
+        """Wait until every run this scheduler launched has been recorded."""
+        while self.in_flight:
+            await asyncio.wait(list(self.in_flight.values()))
+
+    async def run_queued(self, run_id: int) -> None:
+        """Claim and execute one queued run now, and wait for it."""
+        runs, replaced = await self.db(
+            store.claim_queued,
+            now=self.clock.now(),
+            instance_id=self.instance_id,
+            tasks=self.tasks,
+            limit=1,
+            local_in_flight=self._local_in_flight(),
+            only=run_id,
+        )
+        self._cancel_local(replaced, "replaced by a newer run")
+        for run in runs:
+            await self._launch_or_report(run)
+        await self.wait_idle()
+
+    async def _notice_cancelled(self) -> None:
+        """Cancel local runs that another process replaced or marked interrupted."""
+        ids = list(self.in_flight)
+        if not ids:
+            return
+        alive = await self.db(store.still_running, run_ids=ids)
+        self._cancel_local([i for i in ids if i not in alive], "ended by another process")
+
+    def _cancel_local(self, run_ids: list[int], why: str) -> None:
+        for run_id in run_ids:
+            task = self.in_flight.get(run_id)
+            if task is not None:
+                logger.info("cancelling run %s: %s", run_id, why)
+                task.cancel(why)
+
+    async def _launch_or_report(self, run: Run) -> None:
+        if run.status != RunStatus.RUNNING:
+            await self._publish(run)  # skipped at claim time
+            return
+        task = asyncio.create_task(self._execute(run), name=f"run-{run.pk}")
+        self.in_flight[run.pk] = task
+        self._in_flight_schedule[run.pk] = run.schedule_id
+        task.add_done_callback(partial(self._forget, run.pk))
+
+    def _forget(self, run_id: int, _task: asyncio.Task) -> None:
+        self.in_flight.pop(run_id, None)
+        self._in_flight_schedule.pop(run_id, None)
+        self.wake()  # a free instance may unblock waiting runs
+
+    # -------------------------------------------------------------- a run
+
+    async def _execute(self, run: Run) -> None:
+        schedule: Schedule = run.schedule
+        declaration = self.tasks.get(run.task_name)
+        context = context_for(run, schedule)
+        await self.db(_send_robust, signal=run_started, run=run)
+        await self._publish(run)
+        try:
+            outcome = await self.executor.execute(declaration, context)
+        except asyncio.CancelledError as exc:
+            why = exc.args[0] if exc.args else "scheduler shut down"
+            outcome = Outcome(RunStatus.CANCELLED, str(why))
+        finished, retry = await self._finish(run.pk, outcome)
+        if finished is None:  # ended elsewhere (replaced, or marked interrupted)
+            ended = await self.db(Run.objects.filter(pk=run.pk).first)
+            if ended is not None:
+                await self._publish(ended)
+            return
+        await self.db(_send_robust, signal=run_finished, run=finished)
+        await self._publish(finished)
+        if retry is not None:
+            await self._publish(retry)
+        await self._maybe_prune(finished.schedule_id)
+
+    async def _finish(self, run_id: int, outcome: Outcome):
+        # Recording the outcome must survive a database hiccup: retry a few times.
+        for attempt in range(5):
+            try:
+                return await self.db(
+                    store.finish_run,
+                    run_id=run_id,
+                    status=outcome.status,
+                    now=self.clock.now(),
+                    error=outcome.error,
+                    traceback=outcome.traceback,
+                    result=outcome.result,
+                    retry_in=outcome.retry_in,
+                )
+            except Exception:
+                logger.exception("could not record run %s (try %d)", run_id, attempt + 1)
+                await asyncio.sleep(min(2**attempt, 10))
+        return None, None
+
+    async def _maybe_prune(self, schedule_id: int | None) -> None:
+        if schedule_id is None:
+            return
+        count = self._finished_since_prune.get(schedule_id, 0) + 1
+        if count < PRUNE_EVERY:
+            self._finished_since_prune[schedule_id] = count
+            return
+        self._finished_since_prune[schedule_id] = 0
+        try:
+            await self.db(
+                store.prune_runs, schedule_id=schedule_id, keep=setting("SILLO_RUNS_PER_SCHEDULE")
+            )
+        except Exception:
+            logger.exception("pruning runs of schedule %s failed", schedule_id)
+
+    async def _publish(self, run: Run) -> None:
+        await publish_run(run)
+
+
+def _db_call(fn: Callable[..., Any], kwargs: dict) -> Any:
+    try:
+        return fn(**kwargs)
+    except DatabaseError:
+        # A broken connection is reopened by the next query.
+        connection.close()
+        raise
+
+
+def _send_robust(*, signal, run: Run) -> None:
+    for receiver, result in signal.send_robust(sender=Run, run=run):
+        if isinstance(result, Exception):
+            logger.error("run signal receiver %r failed: %r", receiver, result)

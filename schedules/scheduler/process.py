@@ -1,0 +1,106 @@
+"""The runscheduler process: the tick loop and the Channels worker on one event loop.
+
+With `serve`, daphne serves the ASGI app from the same process and loop (the
+embedded default: one process, SQLite, in-memory channel layer).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import Callable
+
+from channels.layers import get_channel_layer
+from channels.routing import get_default_application
+from channels.worker import Worker
+
+from ..services import SCHEDULER_CHANNEL
+from .engine import MAX_BACKOFF, Scheduler
+
+logger = logging.getLogger(__name__)
+
+
+async def listen_for_hints(stop: asyncio.Event) -> None:
+    """The Channels background worker on `scheduler`; restarts if the layer fails."""
+    layer = get_channel_layer()
+    if layer is None:
+        logger.warning("no channel layer: wake hints are off, resync interval applies")
+        return
+    backoff = 1.0
+    while not stop.is_set():
+        worker = Worker(get_default_application(), [SCHEDULER_CHANNEL], layer)
+        try:
+            await worker.handle()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            logger.warning("channel layer failed (%s); listening again in %.0fs", exc, backoff)
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, MAX_BACKOFF)
+
+
+async def run_scheduler(*, on_stopped: Callable[[], None] | None = None) -> None:
+    """Run until SIGINT or SIGTERM, then shut down gracefully."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    scheduler = Scheduler()
+    listener = asyncio.create_task(listen_for_hints(stop))
+    try:
+        await scheduler.run_forever(stop)
+    finally:
+        listener.cancel()
+        await asyncio.gather(listener, return_exceptions=True)
+        if on_stopped:
+            on_stopped()
+
+
+async def run_once() -> int:
+    """One pass, then wait for the runs it started. Returns how many it started."""
+    scheduler = Scheduler()
+    await scheduler.start()
+    try:
+        await scheduler.run_pass()
+        started = len(scheduler.in_flight)
+        await scheduler.wait_idle()
+    finally:
+        await scheduler.shutdown()
+    return started
+
+
+async def run_inline(run_id: int) -> None:
+    """Execute one queued run in this process (the CLI's `run --inline`)."""
+    scheduler = Scheduler()
+    await scheduler.start()
+    try:
+        await scheduler.run_queued(run_id)
+    finally:
+        await scheduler.shutdown()
+
+
+def serve_and_schedule(host: str, port: int) -> None:
+    """daphne and the scheduler in one process, on daphne's asyncio reactor."""
+    from daphne.endpoints import build_endpoint_description_strings
+    from daphne.server import Server  # installs the asyncio reactor
+    from twisted.internet import reactor
+
+    server = Server(
+        application=get_default_application(),
+        endpoints=build_endpoint_description_strings(host=host, port=port),
+        signal_handlers=False,
+    )
+
+    def start() -> None:
+        task = asyncio.ensure_future(run_scheduler(on_stopped=server.stop))
+        task.add_done_callback(_log_crash)
+
+    reactor.callWhenRunning(start)
+    logger.info("serving on http://%s:%s/", host, port)
+    server.run()
+
+
+def _log_crash(task: asyncio.Task) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        logger.error("scheduler stopped with an error", exc_info=task.exception())

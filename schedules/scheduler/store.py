@@ -1,0 +1,436 @@
+"""The scheduler's database steps. Plain synchronous ORM code, one step a function.
+
+Claims are conditional UPDATEs whose row count says who won, so any number of
+schedulers can share one database (SQLite or PostgreSQL): a slot moves
+`next_run_at` from the value read to the next slot, a queued run moves from
+`queued` to `running`. The unique (schedule, slot, attempt) constraint backs
+them up.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections import deque
+from datetime import datetime, timedelta
+from functools import lru_cache
+
+from django.db import IntegrityError, transaction
+from django.db.models import Count, F, Q
+
+from ..models import (
+    FINISHED,
+    Run,
+    RunReason,
+    RunStatus,
+    Schedule,
+    SchedulerInstance,
+    ScheduleStatus,
+)
+from ..registry import Registry
+from ..timing import InvalidTrigger, Trigger, trigger_from_spec
+
+logger = logging.getLogger(__name__)
+
+ONE_MICROSECOND = timedelta(microseconds=1)
+MISSED_COUNT_CAP = 10_000
+CATCH_UP_RECHECK = timedelta(seconds=1)
+ERROR_OUTCOMES = (RunStatus.FAILED, RunStatus.TIMED_OUT, RunStatus.INTERRUPTED)
+
+
+@lru_cache(maxsize=10_000)
+def _parse(spec_json: str) -> Trigger:
+    return trigger_from_spec(spec_json)
+
+
+def parsed_trigger(schedule: Schedule) -> Trigger:
+    return _parse(json.dumps(schedule.trigger, sort_keys=True))
+
+
+# ------------------------------------------------------------ instances
+
+
+def register_instance(*, instance_id: str, host: str, pid: int, now: datetime) -> None:
+    SchedulerInstance.objects.create(
+        id=instance_id, host=host, pid=pid, started_at=now, heartbeat_at=now
+    )
+
+
+def heartbeat(*, instance_id: str, now: datetime) -> None:
+    SchedulerInstance.objects.filter(id=instance_id).update(heartbeat_at=now)
+
+
+def stop_instance(*, instance_id: str, now: datetime) -> None:
+    SchedulerInstance.objects.filter(id=instance_id).update(stopped_at=now, heartbeat_at=now)
+
+
+def _pid_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def recover_crashed(*, now: datetime, stale_after: float, host: str) -> list[Run]:
+    """Mark dead schedulers stopped and their running runs interrupted.
+
+    Dead: heartbeat older than `stale_after`, or (on this host) a pid that no
+    longer exists, so a restart after a crash recovers at once.
+    """
+    stale = now - timedelta(seconds=stale_after)
+    candidates = SchedulerInstance.objects.filter(stopped_at__isnull=True)
+    dead = [
+        inst.id
+        for inst in candidates
+        if inst.heartbeat_at < stale or (inst.host == host and not _pid_exists(inst.pid))
+    ]
+    if dead:
+        SchedulerInstance.objects.filter(id__in=dead).update(stopped_at=now)
+    alive = SchedulerInstance.objects.filter(stopped_at__isnull=True).values_list("id", flat=True)
+    orphaned = list(Run.objects.filter(status=RunStatus.RUNNING).exclude(scheduler__in=alive))
+    interrupted = []
+    for run in orphaned:
+        error = f"scheduler {run.scheduler or '?'} stopped before the run finished"
+        updated = Run.objects.filter(pk=run.pk, status=RunStatus.RUNNING).update(
+            status=RunStatus.INTERRUPTED, finished_at=now, error=error
+        )
+        if updated:
+            run.status, run.finished_at, run.error = RunStatus.INTERRUPTED, now, error
+            _record_on_schedule(run)
+            interrupted.append(run)
+    if interrupted:
+        logger.warning("marked %d run(s) of dead schedulers interrupted", len(interrupted))
+    return interrupted
+
+
+def alive_instances(*, now: datetime, stale_after: float):
+    return SchedulerInstance.objects.filter(
+        stopped_at__isnull=True, heartbeat_at__gte=now - timedelta(seconds=stale_after)
+    )
+
+
+# ------------------------------------------------------------ claiming
+
+
+def _in_flight(schedule_id: int, local: dict[int, int], exclude_run: int | None = None) -> int:
+    running = Run.objects.filter(schedule_id=schedule_id, status=RunStatus.RUNNING)
+    if exclude_run is not None:
+        running = running.exclude(pk=exclude_run)
+    return running.count() + local.get(schedule_id, 0)
+
+
+def _new_run(schedule: Schedule, *, reason: str, slot: datetime | None, now: datetime) -> Run:
+    return Run(
+        schedule=schedule,
+        schedule_code=schedule.code,
+        task_name=schedule.task_name,
+        kwargs=schedule.kwargs,
+        reason=reason,
+        slot=slot,
+        queued_at=now,
+        not_before=now,
+    )
+
+
+def _start_or_skip(
+    run: Run, schedule: Schedule, *, now: datetime, instance_id: str, in_flight: int
+) -> list[int]:
+    """Set the run running, or skipped when max_instances is reached.
+
+    Returns ids of runs that `overlap="replace"` cancelled.
+    """
+    replaced: list[int] = []
+    if in_flight >= schedule.max_instances:
+        if schedule.overlap == "replace":
+            running = Run.objects.filter(schedule=schedule, status=RunStatus.RUNNING)
+            replaced = list(running.values_list("pk", flat=True))
+            running.update(
+                status=RunStatus.CANCELLED, finished_at=now, error="replaced by a newer run"
+            )
+        else:
+            run.status = RunStatus.SKIPPED
+            run.finished_at = now
+            run.error = (
+                f"skipped: {in_flight} run(s) still in flight "
+                f"(max_instances={schedule.max_instances})"
+            )
+            return replaced
+    run.status = RunStatus.RUNNING
+    run.started_at = now
+    run.scheduler = instance_id
+    return replaced
+
+
+def _missed_slots(trigger: Trigger, first: datetime, now: datetime, keep: int):
+    """(count, the last `keep` slots) of slots from `first` up to `now`."""
+    count = 0
+    latest: deque[datetime] = deque(maxlen=keep)
+    for slot in trigger.iter_fires(first - ONE_MICROSECOND):
+        if slot > now or count >= MISSED_COUNT_CAP:
+            break
+        count += 1
+        latest.append(slot)
+    return count, list(latest)
+
+
+def claim_due(
+    *,
+    now: datetime,
+    instance_id: str,
+    tasks: Registry,
+    limit: int,
+    max_catch_up: int,
+    local_in_flight: dict[int, int],
+) -> tuple[list[Run], list[int]]:
+    """Claim every due slot this process wins. Returns (new runs, replaced run ids)."""
+    due = list(
+        Schedule.objects.filter(
+            status=ScheduleStatus.ACTIVE,
+            next_run_at__lte=now,
+            task_name__in=sorted(tasks.runnable_names()),
+        ).order_by("next_run_at", "-priority")[:limit]
+    )
+    runs: list[Run] = []
+    replaced: list[int] = []
+    for schedule in due:
+        slot = schedule.next_run_at
+        try:
+            trigger = parsed_trigger(schedule)
+        except InvalidTrigger as exc:
+            _park_invalid(schedule, slot, str(exc))
+            continue
+        planned, next_at = _plan(schedule, trigger, slot, now, max_catch_up)
+        try:
+            with transaction.atomic():
+                won = Schedule.objects.filter(
+                    pk=schedule.pk, status=ScheduleStatus.ACTIVE, next_run_at=slot
+                ).update(next_run_at=next_at)
+                if won != 1:
+                    continue  # another scheduler claimed this slot
+                # The first run starts now; further catch-up runs wait their turn
+                # in the queue, so max_instances holds for them too.
+                first, *rest = planned
+                if first.status != RunStatus.SKIPPED:
+                    in_flight = _in_flight(schedule.pk, local_in_flight)
+                    replaced += _start_or_skip(
+                        first, schedule, now=now, instance_id=instance_id, in_flight=in_flight
+                    )
+                for run in planned:
+                    run.save()
+                runs.append(first)
+        except IntegrityError:
+            logger.warning("slot %s of %s already has a run; skipped", slot, schedule.code)
+    return runs, replaced
+
+
+def _plan(schedule: Schedule, trigger: Trigger, slot: datetime, now: datetime, max_catch_up: int):
+    """The runs a due slot makes, and the schedule's next slot."""
+    lateness = (now - slot).total_seconds()
+    if lateness <= schedule.misfire_grace:
+        return [_new_run(schedule, reason=RunReason.SCHEDULED, slot=slot, now=now)], (
+            trigger.next_fire(slot)
+        )
+    count, latest = _missed_slots(trigger, slot, now, max_catch_up)
+    next_at = trigger.next_fire(now)
+    late_text = f"{count}{'+' if count >= MISSED_COUNT_CAP else ''} slot(s) missed"
+    if schedule.misfire == "skip":
+        run = _new_run(schedule, reason=RunReason.SCHEDULED, slot=latest[-1], now=now)
+        run.status = RunStatus.SKIPPED
+        run.finished_at = now
+        run.error = f"{late_text}, the first {lateness:.0f}s late (misfire=skip)"
+        return [run], next_at
+    if schedule.misfire == "once":
+        return [_new_run(schedule, reason=RunReason.CATCH_UP, slot=latest[-1], now=now)], next_at
+    runs = [_new_run(schedule, reason=RunReason.CATCH_UP, slot=s, now=now) for s in latest]
+    if count > len(latest):
+        logger.warning("%s: %s; catching up the last %d", schedule.code, late_text, len(latest))
+    return runs, next_at
+
+
+def _park_invalid(schedule: Schedule, slot: datetime, message: str) -> None:
+    """A trigger that no longer parses stops being due until it is fixed."""
+    logger.error("schedule %s has an invalid trigger: %s", schedule.code, message)
+    Schedule.objects.filter(pk=schedule.pk, next_run_at=slot).update(
+        next_run_at=None, last_error=f"invalid trigger: {message}"
+    )
+
+
+def claim_queued(
+    *,
+    now: datetime,
+    instance_id: str,
+    tasks: Registry,
+    limit: int,
+    local_in_flight: dict[int, int],
+    only: int | None = None,
+) -> tuple[list[Run], list[int]]:
+    """Claim queued runs (manual runs, retries) whose time has come."""
+    queued = Run.objects.filter(status=RunStatus.QUEUED, not_before__lte=now)
+    if only is not None:
+        queued = queued.filter(pk=only)
+    ids = list(queued.order_by("not_before", "pk").values_list("pk", flat=True)[:limit])
+    runs: list[Run] = []
+    replaced: list[int] = []
+    for run_id in ids:
+        with transaction.atomic():
+            run = Run.objects.select_related("schedule").filter(pk=run_id).first()
+            if run is None or run.status != RunStatus.QUEUED:
+                continue
+            mine = Run.objects.filter(pk=run_id, status=RunStatus.QUEUED).update(
+                status=RunStatus.RUNNING, scheduler=instance_id, started_at=now
+            )
+            if mine != 1:
+                continue
+            schedule = run.schedule
+            problem = _unrunnable(run, tasks)
+            if problem:
+                run.status, run.finished_at, run.error = RunStatus.SKIPPED, now, problem
+            else:
+                in_flight = _in_flight(schedule.pk, local_in_flight, exclude_run=run.pk)
+                if run.reason == RunReason.CATCH_UP and in_flight >= schedule.max_instances:
+                    # A catch-up run waits for a free instance instead of being skipped.
+                    Run.objects.filter(pk=run_id).update(
+                        status=RunStatus.QUEUED,
+                        scheduler="",
+                        started_at=None,
+                        not_before=now + CATCH_UP_RECHECK,
+                    )
+                    continue
+                replaced += _start_or_skip(
+                    run, schedule, now=now, instance_id=instance_id, in_flight=in_flight
+                )
+            run.save()
+            runs.append(run)
+    return runs, replaced
+
+
+def _unrunnable(run: Run, tasks: Registry) -> str:
+    if run.schedule is None:
+        return "skipped: the schedule was deleted"
+    status = tasks.status_of(run.task_name)
+    if status == "orphan":
+        return f"skipped: task '{run.task_name}' is not declared (orphan)"
+    if status == "duplicate":
+        return f"skipped: task '{run.task_name}' is declared more than once (duplicate)"
+    return ""
+
+
+def next_wakeup(*, tasks: Registry) -> datetime | None:
+    """The earliest instant anything becomes due: two indexed lookups."""
+    slot = (
+        Schedule.objects.filter(
+            status=ScheduleStatus.ACTIVE,
+            next_run_at__isnull=False,
+            task_name__in=sorted(tasks.runnable_names()),
+        )
+        .order_by("next_run_at")
+        .values_list("next_run_at", flat=True)
+        .first()
+    )
+    queued = (
+        Run.objects.filter(status=RunStatus.QUEUED)
+        .order_by("not_before")
+        .values_list("not_before", flat=True)
+        .first()
+    )
+    candidates = [t for t in (slot, queued) if t is not None]
+    return min(candidates) if candidates else None
+
+
+def still_running(run_ids: list[int]) -> set[int]:
+    """Of these runs, the ones no other process has cancelled or interrupted."""
+    if not run_ids:
+        return set()
+    return set(
+        Run.objects.filter(pk__in=run_ids, status=RunStatus.RUNNING).values_list("pk", flat=True)
+    )
+
+
+# ------------------------------------------------------------ outcomes
+
+
+def finish_run(
+    *,
+    run_id: int,
+    status: str,
+    now: datetime,
+    error: str = "",
+    traceback: str = "",
+    result: object = None,
+    retry_in: float | None = None,
+) -> tuple[Run | None, Run | None]:
+    """Record a run's outcome; queue its retry; complete an exhausted one-shot.
+
+    Returns (the run, its retry) or (None, None) if another process already
+    ended the run (replaced, or interrupted as its scheduler looked dead).
+    """
+    with transaction.atomic():
+        updated = Run.objects.filter(pk=run_id, status=RunStatus.RUNNING).update(
+            status=status, finished_at=now, error=error, traceback=traceback, result=result
+        )
+        if updated != 1:
+            return None, None
+        run = Run.objects.select_related("schedule").get(pk=run_id)
+        _record_on_schedule(run)
+        retry = None
+        if retry_in is not None and run.schedule is not None:
+            retry = _new_run(run.schedule, reason=RunReason.RETRY, slot=run.slot, now=now)
+            retry.attempt = run.attempt + 1
+            retry.kwargs = run.kwargs
+            retry.not_before = now + timedelta(seconds=retry_in)
+            retry.requested_by_id = run.requested_by_id
+            retry.save()
+        elif run.schedule is not None:
+            Schedule.objects.filter(
+                pk=run.schedule_id, status=ScheduleStatus.ACTIVE, next_run_at__isnull=True
+            ).exclude(trigger__kind__in=["interval", "cron"]).update(
+                status=ScheduleStatus.COMPLETED
+            )
+    return run, retry
+
+
+def _record_on_schedule(run: Run) -> None:
+    if run.schedule_id is None or run.status == RunStatus.SKIPPED:
+        return
+    duration = run.duration.total_seconds() if run.duration else None
+    Schedule.objects.filter(pk=run.schedule_id).update(
+        last_run_at=run.started_at or run.finished_at,
+        last_outcome=run.status,
+        last_error=run.error if run.status != RunStatus.SUCCEEDED else "",
+        last_duration=duration,
+        run_count=F("run_count") + 1,
+        error_count=F("error_count") + (1 if run.status in ERROR_OUTCOMES else 0),
+    )
+
+
+def prune_runs(*, schedule_id: int, keep: int) -> int:
+    """Delete finished runs beyond the newest `keep` of a schedule."""
+    old = list(
+        Run.objects.filter(schedule_id=schedule_id, status__in=FINISHED)
+        .order_by("-queued_at", "-pk")
+        .values_list("pk", flat=True)[keep : keep + 5000]
+    )
+    if not old:
+        return 0
+    deleted, _ = Run.objects.filter(pk__in=old).delete()
+    return deleted
+
+
+def run_counts() -> dict[str, int]:
+    return dict(
+        Run.objects.values_list("status").annotate(n=Count("pk")).values_list("status", "n")
+    )
+
+
+def recent_error_rate(*, now: datetime, window: float) -> tuple[int, int]:
+    """(finished runs, errors) in the last `window` seconds."""
+    since = now - timedelta(seconds=window)
+    recent = Run.objects.filter(finished_at__gte=since).exclude(status=RunStatus.SKIPPED)
+    totals = recent.aggregate(
+        total=Count("pk"), errors=Count("pk", filter=Q(status__in=ERROR_OUTCOMES))
+    )
+    return totals["total"], totals["errors"]

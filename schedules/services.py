@@ -1,0 +1,238 @@
+"""Operations that change schedules and runs.
+
+Views, the admin, the CLI and the scheduler all call these; none of them
+changes a Schedule's status or queues a Run any other way.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+
+from asgiref.sync import async_to_sync
+from channels.exceptions import ChannelFull
+from channels.layers import get_channel_layer
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from .models import Run, RunReason, RunStatus, Schedule, ScheduleSource, ScheduleStatus
+from .registry import Registry, TaskDeclaration, registry
+from .timing import Interval, InvalidTrigger, Trigger, trigger_from_spec
+
+logger = logging.getLogger(__name__)
+
+SCHEDULER_CHANNEL = "scheduler"
+
+# Allowed status transitions; anything else is refused with a reason.
+TRANSITIONS: dict[str, set[str]] = {
+    ScheduleStatus.ACTIVE: {
+        ScheduleStatus.PAUSED,
+        ScheduleStatus.CANCELLED,
+        ScheduleStatus.COMPLETED,
+    },
+    ScheduleStatus.PAUSED: {ScheduleStatus.ACTIVE, ScheduleStatus.CANCELLED},
+    ScheduleStatus.CANCELLED: set(),
+    ScheduleStatus.COMPLETED: set(),
+}
+_VERBS = {
+    ScheduleStatus.ACTIVE: "resume",
+    ScheduleStatus.PAUSED: "pause",
+    ScheduleStatus.CANCELLED: "cancel",
+    ScheduleStatus.COMPLETED: "complete",
+}
+
+
+class InvalidTransition(ValueError):
+    """A status change that the schedule's current status does not allow."""
+
+
+class RunRefused(ValueError):
+    """A manual run that cannot be queued (orphan or duplicate task)."""
+
+
+def _transition(*, schedule: Schedule, to: str, now: datetime | None = None) -> Schedule:
+    with transaction.atomic():
+        current = Schedule.objects.select_for_update().get(pk=schedule.pk)
+        if to not in TRANSITIONS[current.status]:
+            raise InvalidTransition(
+                f"cannot {_VERBS[to]} schedule '{current.code}': it is {current.status}"
+            )
+        current.status = to
+        fields = ["status", "updated_at"]
+        if to == ScheduleStatus.ACTIVE:
+            current.next_run_at = next_slot(current, after=now or timezone.now())
+            fields.append("next_run_at")
+        elif to in (ScheduleStatus.CANCELLED, ScheduleStatus.COMPLETED):
+            current.next_run_at = None
+            fields.append("next_run_at")
+        current.save(update_fields=fields)
+    if to == ScheduleStatus.ACTIVE:
+        wake_schedulers()
+    return current
+
+
+def schedule_pause(*, schedule: Schedule, by: AbstractBaseUser | None = None) -> Schedule:
+    return _transition(schedule=schedule, to=ScheduleStatus.PAUSED)
+
+
+def schedule_resume(
+    *, schedule: Schedule, by: AbstractBaseUser | None = None, now: datetime | None = None
+) -> Schedule:
+    """Back to active; the next slot is computed from now, missed slots are not run."""
+    return _transition(schedule=schedule, to=ScheduleStatus.ACTIVE, now=now)
+
+
+def schedule_cancel(*, schedule: Schedule, by: AbstractBaseUser | None = None) -> Schedule:
+    return _transition(schedule=schedule, to=ScheduleStatus.CANCELLED)
+
+
+def schedule_complete(*, schedule: Schedule) -> Schedule:
+    return _transition(schedule=schedule, to=ScheduleStatus.COMPLETED)
+
+
+def next_slot(schedule: Schedule, *, after: datetime) -> datetime | None:
+    """The schedule's first slot after `after`, or None if its trigger is exhausted/invalid."""
+    try:
+        return schedule.get_trigger().next_fire(after)
+    except InvalidTrigger:
+        return None
+
+
+def normalize_trigger(spec: dict | str, *, code: str) -> Trigger:
+    """Parse a spec; intervals without a seed are seeded with the schedule code."""
+    trigger = trigger_from_spec(spec)
+    if isinstance(trigger, Interval) and not trigger.seed:
+        trigger = Interval(trigger.every, trigger.jitter, trigger.anchor, seed=code)
+    return trigger
+
+
+def schedule_create(
+    *,
+    code: str,
+    task_name: str,
+    trigger: dict | str,
+    kwargs: dict | None = None,
+    tz: str = "UTC",
+    source: str = ScheduleSource.OPERATOR,
+    now: datetime | None = None,
+    **options: object,
+) -> Schedule:
+    """Create an active schedule; raises InvalidTrigger for a bad trigger spec."""
+    parsed = normalize_trigger(trigger, code=code)
+    schedule = Schedule(
+        code=code,
+        task_name=task_name,
+        kwargs=kwargs or {},
+        trigger=parsed.to_spec(),
+        tz=tz,
+        source=source,
+        **options,
+    )
+    schedule.next_run_at = parsed.next_fire(now or timezone.now())
+    schedule.full_clean()
+    schedule.save()
+    wake_schedulers()
+    return schedule
+
+
+def sync_code_defaults(*, tasks: Registry = registry, now: datetime | None = None) -> list[str]:
+    """Create the missing record of every code default; an existing record always wins."""
+    now = now or timezone.now()
+    created = []
+    runnable = tasks.runnable_names()
+    candidates = [
+        d for d in tasks.all() if d.default_trigger and not d.problems and d.name in runnable
+    ]
+    existing = set(
+        Schedule.objects.filter(code__in=[d.name for d in candidates]).values_list(
+            "code", flat=True
+        )
+    )
+    for declaration in candidates:
+        if declaration.name in existing:
+            continue
+        try:
+            with transaction.atomic():
+                _create_default(declaration, now)
+            created.append(declaration.name)
+        except IntegrityError:
+            pass  # another scheduler created it first
+    return created
+
+
+def _create_default(declaration: TaskDeclaration, now: datetime) -> Schedule:
+    options = declaration.options
+    trigger = declaration.default_trigger
+    return Schedule.objects.create(
+        code=declaration.name,
+        task_name=declaration.name,
+        trigger=trigger.to_spec(),
+        tz=getattr(trigger, "tz", "UTC"),
+        source=ScheduleSource.CODE,
+        timeout=options.timeout,
+        max_attempts=options.max_attempts,
+        retry_delay=options.retry_delay,
+        max_instances=options.max_instances,
+        overlap=options.overlap,
+        misfire=options.misfire,
+        misfire_grace=options.misfire_grace,
+        priority=options.priority,
+        next_run_at=trigger.next_fire(now),
+    )
+
+
+def schedule_reset_to_default(*, schedule: Schedule, tasks: Registry = registry) -> Schedule:
+    """Replace a record by its task's code default (deleting it has the same effect)."""
+    declaration = tasks.get(schedule.task_name)
+    if declaration is None or declaration.default_trigger is None or declaration.problems:
+        raise RunRefused(f"task '{schedule.task_name}' declares no valid code default")
+    with transaction.atomic():
+        Schedule.objects.filter(pk=schedule.pk).delete()
+        Schedule.objects.filter(code=declaration.name).delete()
+        fresh = _create_default(declaration, timezone.now())
+    wake_schedulers()
+    return fresh
+
+
+def schedule_run_now(
+    *, schedule: Schedule, by: AbstractBaseUser | None = None, tasks: Registry = registry
+) -> Run:
+    """Queue a manual run and wake a scheduler; refused for orphans and duplicates."""
+    status = tasks.status_of(schedule.task_name)
+    if status == "orphan":
+        raise RunRefused(
+            f"cannot run '{schedule.code}': task '{schedule.task_name}' is not declared (orphan)"
+        )
+    if status == "duplicate":
+        raise RunRefused(
+            f"cannot run '{schedule.code}': task '{schedule.task_name}' is declared more than "
+            "once (duplicate)"
+        )
+    now = timezone.now()
+    run = Run.objects.create(
+        schedule=schedule,
+        schedule_code=schedule.code,
+        task_name=schedule.task_name,
+        kwargs=schedule.kwargs,
+        reason=RunReason.MANUAL,
+        status=RunStatus.QUEUED,
+        queued_at=now,
+        not_before=now,
+        requested_by=by if by is not None and by.is_authenticated else None,
+    )
+    wake_schedulers()
+    return run
+
+
+def wake_schedulers() -> None:
+    """Hint a scheduler to look now. Lost hints cost at most one resync interval."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        async_to_sync(layer.send)(SCHEDULER_CHANNEL, {"type": "scheduler.wake"})
+    except ChannelFull:
+        pass  # wake-ups are already waiting for a scheduler
+    except Exception as exc:  # the channel layer is a hint path; the database is the truth
+        logger.warning("could not wake schedulers: %s", exc)

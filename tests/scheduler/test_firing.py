@@ -1,0 +1,110 @@
+"""Claiming and firing slots, waking, and kwargs."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+from schedules.models import RunReason, RunStatus, Schedule
+
+from .conftest import T0, create, every, reload, runs_of
+
+
+async def test_a_due_slot_fires_once_and_moves_to_the_next_slot(scheduler, clock) -> None:
+    schedule = await create("tick", "test.echo", every(60))
+    assert schedule.next_run_at == T0 + timedelta(seconds=60)
+
+    clock.advance(60)
+    await scheduler.run_pass()
+    await scheduler.wait_idle()
+    await scheduler.run_pass()  # same instant again: nothing new
+    await scheduler.wait_idle()
+
+    runs = await runs_of("tick")
+    assert [(r.status, r.reason, r.slot) for r in runs] == [
+        (RunStatus.SUCCEEDED, RunReason.SCHEDULED, T0 + timedelta(seconds=60))
+    ]
+    schedule = await reload(schedule)
+    assert schedule.next_run_at == T0 + timedelta(seconds=120)
+    assert schedule.run_count == 1
+    assert schedule.last_outcome == RunStatus.SUCCEEDED
+
+
+async def test_nothing_runs_before_its_slot(scheduler, clock) -> None:
+    await create("later", "test.echo", every(300))
+    clock.advance(299)
+    delay = await scheduler.run_pass()
+    assert await runs_of("later") == []
+    # The loop sleeps until the slot, not a fixed tick.
+    assert delay == 1.0
+
+
+async def test_sleep_is_capped_by_the_resync_interval(scheduler, clock, settings) -> None:
+    settings.SILLO_RESYNC_INTERVAL = 30.0
+    await create("daily", "test.echo", {"kind": "cron", "expression": "0 3 * * *"})
+    assert await scheduler.run_pass() == 30.0
+
+
+async def test_kwargs_reach_the_task_unchanged(scheduler, clock) -> None:
+    kwargs = {
+        "name": "Zoë – 東京 🚀",
+        "nested": {"list": [1, 2.5, None, True, {"deep": ["x"]}], "empty": {}},
+        "quote": 'he said "hi"\n',
+    }
+    await create("sync-kw", "test.echo", every(60), kwargs=kwargs)
+    await create("async-kw", "test.echo_async", every(60), kwargs=kwargs)
+    clock.advance(60)
+    await scheduler.run_pass()
+    await scheduler.wait_idle()
+    for code in ("sync-kw", "async-kw"):
+        (run,) = await runs_of(code)
+        assert run.status == RunStatus.SUCCEEDED
+        assert run.kwargs == kwargs
+        assert run.result == kwargs
+
+
+async def test_two_schedulers_never_run_a_slot_twice(clock, transactional_db) -> None:
+    from schedules.registry import registry
+    from schedules.scheduler.engine import Scheduler
+
+    for i in range(20):
+        await create(f"s{i}", "test.echo", every(10))
+    first = Scheduler(clock=clock, tasks=registry)
+    second = Scheduler(clock=clock, tasks=registry)
+    await first.start()
+    await second.start()
+    try:
+        for _ in range(5):
+            clock.advance(10)
+            await asyncio.gather(first.run_pass(), second.run_pass())
+            await asyncio.gather(first.wait_idle(), second.wait_idle())
+    finally:
+        await first.shutdown()
+        await second.shutdown()
+    for i in range(20):
+        slots = [r.slot for r in await runs_of(f"s{i}")]
+        assert len(slots) == 5
+        assert len(set(slots)) == 5
+
+
+def test_a_pass_costs_what_is_due_not_what_exists(db, django_assert_num_queries) -> None:
+    from schedules.registry import registry
+    from schedules.scheduler import store
+
+    from .conftest import make_schedule
+
+    for i in range(30):
+        make_schedule(f"far{i}", "test.echo", every(3600 + i))
+
+    def claim():
+        return store.claim_due(
+            now=T0 + timedelta(seconds=1), instance_id="x", tasks=registry, limit=500,
+            max_catch_up=100, local_in_flight={},
+        )  # fmt: skip
+
+    with django_assert_num_queries(1):
+        runs, _ = claim()
+    assert runs == []
+    earliest = min(Schedule.objects.values_list("next_run_at", flat=True))
+    with django_assert_num_queries(2):
+        assert store.next_wakeup(tasks=registry) == earliest

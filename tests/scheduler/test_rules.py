@@ -1,0 +1,214 @@
+"""Overlap, misfire, timeouts and retries: the scheduler semantics table."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+from schedules.models import RunReason, RunStatus
+from tests.taskapp import tasks as test_tasks
+
+from .conftest import T0, create, every, reload, runs_of, schedule_of
+
+
+async def settle() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+async def test_a_slot_during_a_running_run_is_skipped_with_the_reason(scheduler, clock) -> None:
+    await create("busy", "test.block_async", every(10), kwargs={"gate": "busy"})
+    clock.advance(10)
+    await scheduler.run_pass()
+    clock.advance(10)
+    await scheduler.run_pass()
+
+    first, second = await runs_of("busy")
+    assert first.status == RunStatus.RUNNING
+    assert second.status == RunStatus.SKIPPED
+    assert second.error == "skipped: 1 run(s) still in flight (max_instances=1)"
+    assert second.slot == T0 + timedelta(seconds=20)
+
+    test_tasks.async_gates["busy"].set()
+    await scheduler.wait_idle()
+    first, _ = await runs_of("busy")
+    assert first.status == RunStatus.SUCCEEDED
+
+
+async def test_max_instances_allows_that_many_at_once(scheduler, clock) -> None:
+    await create("wide", "test.block_async", every(10), kwargs={"gate": "wide"}, max_instances=2)
+    for _ in range(3):
+        clock.advance(10)
+        await scheduler.run_pass()
+    statuses = [r.status for r in await runs_of("wide")]
+    assert statuses == [RunStatus.RUNNING, RunStatus.RUNNING, RunStatus.SKIPPED]
+
+
+async def test_overlap_replace_cancels_the_running_one(scheduler, clock) -> None:
+    await create(
+        "fresh", "test.block_async", every(10), kwargs={"gate": "fresh"}, overlap="replace"
+    )
+    clock.advance(10)
+    await scheduler.run_pass()
+    clock.advance(10)
+    await scheduler.run_pass()
+    await settle()
+    first, second = await runs_of("fresh")
+    assert first.status == RunStatus.CANCELLED
+    assert first.error == "replaced by a newer run"
+    assert second.status == RunStatus.RUNNING
+    test_tasks.async_gates["fresh"].set()
+    await scheduler.wait_idle()
+    assert (await runs_of("fresh"))[1].status == RunStatus.SUCCEEDED
+
+
+async def test_misfire_skip_records_one_skipped_run_with_the_count(scheduler, clock) -> None:
+    schedule = await create("late-skip", "test.echo", every(60), misfire_grace=30)
+    clock.advance(60 * 10 + 5)  # ten slots passed while "down"
+    await scheduler.run_pass()
+    (run,) = await runs_of("late-skip")
+    assert run.status == RunStatus.SKIPPED
+    assert run.error.startswith("10 slot(s) missed, the first 545s late (misfire=skip)")
+    schedule = await reload(schedule)
+    assert schedule.next_run_at == T0 + timedelta(seconds=660)
+
+
+async def test_misfire_once_runs_one_catch_up(scheduler, clock) -> None:
+    await create("late-once", "test.echo", every(60), misfire="once", misfire_grace=30)
+    clock.advance(60 * 10 + 5)
+    await scheduler.run_pass()
+    await scheduler.wait_idle()
+    (run,) = await runs_of("late-once")
+    assert (run.reason, run.status, run.slot) == (
+        RunReason.CATCH_UP,
+        RunStatus.SUCCEEDED,
+        T0 + timedelta(seconds=600),
+    )
+
+
+async def test_misfire_all_runs_each_missed_slot_in_turn(scheduler, clock, settings) -> None:
+    settings.SILLO_MAX_CATCH_UP = 5
+    await create("late-all", "test.echo", every(60), misfire="all", misfire_grace=30)
+    clock.advance(60 * 8 + 5)  # 8 missed, the last 5 are caught up
+    for _ in range(8):
+        await scheduler.run_pass()
+        await scheduler.wait_idle()
+        clock.advance(1)
+    runs = await runs_of("late-all")
+    assert [r.slot for r in runs] == [T0 + timedelta(seconds=60 * k) for k in range(4, 9)]
+    assert {r.reason for r in runs} == {RunReason.CATCH_UP}
+    assert {r.status for r in runs} == {RunStatus.SUCCEEDED}
+
+
+async def test_a_slightly_late_slot_within_grace_runs_normally(scheduler, clock) -> None:
+    await create("grace", "test.echo", every(60), misfire_grace=30)
+    clock.advance(85)
+    await scheduler.run_pass()
+    await scheduler.wait_idle()
+    (run,) = await runs_of("grace")
+    assert (run.reason, run.status) == (RunReason.SCHEDULED, RunStatus.SUCCEEDED)
+
+
+async def test_an_async_task_past_its_timeout_is_cancelled(scheduler, clock) -> None:
+    await create("hangs", "test.hang", every(60), timeout=0.05)
+    clock.advance(60)
+    await scheduler.run_pass()
+    await scheduler.wait_idle()
+    (run,) = await runs_of("hangs")
+    assert run.status == RunStatus.TIMED_OUT
+    assert run.error == "timed out after 0.05s"
+    assert (await schedule_of("hangs")).error_count == 1
+
+
+async def test_a_sync_task_past_its_timeout_keeps_its_slot_until_it_returns(
+    scheduler, clock
+) -> None:
+    await create("stuck", "test.block_sync", every(60), timeout=0.05)
+    clock.advance(60)
+    await scheduler.run_pass()
+    await scheduler.wait_idle()
+    (run,) = await runs_of("stuck")
+    assert run.status == RunStatus.TIMED_OUT
+
+    # The thread still runs: the next slot finds the instance occupied.
+    clock.advance(60)
+    await scheduler.run_pass()
+    _, second = await runs_of("stuck")
+    assert second.status == RunStatus.SKIPPED
+
+    test_tasks.sync_gate.set()
+    for _ in range(100):
+        if not scheduler.executor.lingering_counts():
+            break
+        await asyncio.sleep(0.01)
+    test_tasks.sync_gate.clear()
+    clock.advance(60)
+    await scheduler.run_pass()
+    await scheduler.wait_idle()
+    third = (await runs_of("stuck"))[2]
+    assert third.status == RunStatus.TIMED_OUT  # it ran (and blocked) again
+
+
+async def test_failures_retry_with_exponential_backoff(scheduler, clock) -> None:
+    await create("retries", "test.fail", every(3600), max_attempts=3, retry_delay=10)
+    clock.advance(3600)
+    await scheduler.run_pass()
+    await scheduler.wait_idle()
+    first, retry = await runs_of("retries")
+    assert (first.status, first.attempt) == (RunStatus.FAILED, 1)
+    assert "RuntimeError: boom" in first.error
+    assert "Traceback" in first.traceback
+    assert (retry.status, retry.reason, retry.attempt) == (RunStatus.QUEUED, RunReason.RETRY, 2)
+    assert retry.not_before == clock.now() + timedelta(seconds=10)
+    assert retry.slot == first.slot
+
+    clock.advance(9)
+    await scheduler.run_pass()
+    assert (await runs_of("retries"))[1].status == RunStatus.QUEUED
+    clock.advance(1)
+    await scheduler.run_pass()
+    await scheduler.wait_idle()
+    runs = await runs_of("retries")
+    assert runs[2].not_before == clock.now() + timedelta(seconds=20)  # 10 * 2**1
+
+    clock.advance(20)
+    await scheduler.run_pass()
+    await scheduler.wait_idle()
+    runs = await runs_of("retries")
+    assert [(r.attempt, r.status) for r in runs] == [
+        (1, RunStatus.FAILED),
+        (2, RunStatus.FAILED),
+        (3, RunStatus.FAILED),
+    ]
+    schedule = await schedule_of("retries")
+    assert (schedule.run_count, schedule.error_count) == (3, 3)
+
+
+async def test_retry_delay_is_capped(scheduler, clock, settings) -> None:
+    settings.SILLO_MAX_RETRY_DELAY = 15
+    await create("capped", "test.fail", every(3600), max_attempts=5, retry_delay=10)
+    clock.advance(3600)
+    for _ in range(3):
+        await scheduler.run_pass()
+        await scheduler.wait_idle()
+        clock.advance(100)
+    runs = await runs_of("capped")
+    delays = [(r.not_before - r.queued_at).total_seconds() for r in runs if r.attempt > 1]
+    assert delays == [10, 15, 15]
+
+
+async def test_timeouts_are_retried_too(scheduler, clock) -> None:
+    await create(
+        "slow-retry", "test.hang", every(3600), timeout=0.02, max_attempts=2, retry_delay=1
+    )
+    clock.advance(3600)
+    await scheduler.run_pass()
+    await scheduler.wait_idle()
+    clock.advance(1)
+    await scheduler.run_pass()
+    await scheduler.wait_idle()
+    runs = await runs_of("slow-retry")
+    assert [(r.attempt, r.status) for r in runs] == [
+        (1, RunStatus.TIMED_OUT),
+        (2, RunStatus.TIMED_OUT),
+    ]

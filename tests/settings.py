@@ -1,0 +1,24 @@
+"""Test settings: the product's settings plus an app of test tasks."""
+
+import os
+
+from sillo_dash.settings import *  # noqa: F403
+from sillo_dash.settings import INSTALLED_APPS
+
+INSTALLED_APPS = [*INSTALLED_APPS, "tests.taskapp"]
+
+# End-to-end tests shorten the scheduler's clocks through the environment.
+for _name in ("SILLO_STALE_AFTER", "SILLO_HEARTBEAT_INTERVAL", "SILLO_RESYNC_INTERVAL"):
+    if os.environ.get(_name):
+        globals()[_name] = float(os.environ[_name])
+SILLO_SHUTDOWN_GRACE = float(os.environ.get("SILLO_SHUTDOWN_GRACE", "3"))
+
+# A file-backed test database: the scheduler's own thread, task threads and
+# live servers each open connections, which in-memory SQLite cannot share
+# without table locks.
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
+    import tempfile
+
+    DATABASES["default"]["TEST"] = {  # noqa: F405
+        "NAME": os.path.join(tempfile.gettempdir(), f"sillo-test-{os.getpid()}.sqlite3")
+    }

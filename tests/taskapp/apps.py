@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class TaskAppConfig(AppConfig):
+    name = "tests.taskapp"
+    label = "taskapp"
