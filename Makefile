@@ -30,7 +30,8 @@ $(VENV)/.dev: requirements.txt requirements-dev.txt | $(PY)
 run: $(VENV)/.runtime
 	DJANGO_DEBUG=true $(PY) manage.py migrate --noinput
 	DJANGO_DEBUG=true $(PY) manage.py ensureadmin --url http://$(HOST)/
-	DJANGO_DEBUG=true $(PY) manage.py runserver $(HOST)
+	$(if $(DEMO),DJANGO_DEBUG=true $(PY) manage.py demo)
+	DJANGO_DEBUG=true $(PY) manage.py runscheduler --serve $(HOST)
 
 lint: $(VENV)/.dev
 	$(VENV)/bin/ruff check .

@@ -29,12 +29,6 @@ def test_login_page_is_public(client) -> None:
     assert b'name="password"' in response.content
 
 
-def test_health_is_public_json(client) -> None:
-    response = client.get("/health/")
-    assert response.status_code == 200
-    assert response["Content-Type"] == "application/json"
-
-
 def test_admin_requires_staff(client) -> None:
     assert client.get("/admin/").status_code == 302
 

@@ -63,6 +63,7 @@ class Scheduler:
         self._db_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sillo-db")
         self._wake = asyncio.Event()
         self._stopping = False
+        self._started = False
         self.in_flight: dict[int, asyncio.Task] = {}
         self._in_flight_schedule: dict[int, int | None] = {}
         self._last: dict[str, datetime] = {}
@@ -92,6 +93,8 @@ class Scheduler:
     # -------------------------------------------------------------- lifecycle
 
     async def start(self) -> None:
+        if self._started:
+            return
         now = self.clock.now()
         await self.db(
             store.register_instance,
@@ -101,6 +104,7 @@ class Scheduler:
             now=now,
         )
         self._last["heartbeat"] = now
+        self._started = True
         _local.add(self)
         logger.info("scheduler %s started on %s pid %s", self.instance_id, self.host, os.getpid())
 

@@ -12,6 +12,7 @@ import json
 import time
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import DatabaseError
 from django.utils import timezone
 
 from schedules import flags, services
@@ -81,6 +82,12 @@ class Command(BaseCommand):
             getattr(self, f"handle_{options['action']}")(**options)
         except (InvalidTrigger, services.InvalidTransition, services.RunRefused) as exc:
             raise CommandError(str(exc), returncode=2) from None
+        except DatabaseError as exc:
+            first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise CommandError(
+                f"database error: {first_line} (is the database migrated and reachable?)",
+                returncode=1,
+            ) from None
 
     def emit(self, data: object) -> None:
         self.stdout.write(json.dumps(data, ensure_ascii=False, indent=None))

@@ -1,0 +1,99 @@
+"""Real `runscheduler` processes on a temporary SQLite database."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Site:
+    """A data folder and database shared by the processes of one test."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.db_path = folder / "e2e.sqlite3"
+        self.env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "tests.settings",
+            "SILLO_DATA_DIR": str(folder),
+            "DATABASE_URL": f"sqlite:///{self.db_path}",
+            "SILLO_HEARTBEAT_INTERVAL": "0.5",
+            "SILLO_STALE_AFTER": "3",
+            "SILLO_RESYNC_INTERVAL": "1",
+            "SILLO_SHUTDOWN_GRACE": "1",
+            "PYTHONUNBUFFERED": "1",
+        }
+        self.processes: list[subprocess.Popen] = []
+        self.manage("migrate", "--noinput")
+
+    def manage(self, *args: str) -> str:
+        result = subprocess.run(
+            [sys.executable, str(ROOT / "manage.py"), *args],
+            env=self.env, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    def python(self, code: str) -> str:
+        return self.manage("shell", "-c", code)
+
+    def schedule(self, code: str, task: str, trigger: dict, **fields: object) -> None:
+        self.schedules([(code, task, trigger, fields)])
+
+    def schedules(self, specs: list[tuple[str, str, dict, dict]]) -> None:
+        """Create several schedules in one child process (each start costs a second)."""
+        lines = ["from schedules import services"]
+        for code, task, trigger, fields in specs:
+            lines.append(
+                f"services.schedule_create(code={code!r}, task_name={task!r}, "
+                f"trigger={trigger!r}, **{fields!r})"
+            )
+        self.python("\n".join(lines))
+
+    def start(self, *args: str) -> subprocess.Popen:
+        log = open(self.folder / f"scheduler-{len(self.processes)}.log", "w")  # noqa: SIM115
+        process = subprocess.Popen(
+            [sys.executable, str(ROOT / "manage.py"), "runscheduler", *args],
+            env=self.env, stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        self.processes.append(process)
+        return process
+
+    def stop(self, process: subprocess.Popen, sig: int = signal.SIGTERM) -> int:
+        process.send_signal(sig)
+        return process.wait(timeout=30)
+
+    def query(self, sql: str, *params: object) -> list[tuple]:
+        with sqlite3.connect(self.db_path, timeout=20) as db:
+            return db.execute(sql, params).fetchall()
+
+    def wait_for(self, sql: str, *params: object, timeout: float = 20.0) -> list[tuple]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            rows = self.query(sql, *params)
+            if rows:
+                return rows
+            time.sleep(0.1)
+        raise AssertionError(f"timed out waiting for: {sql} {params}\n{self.logs()}")
+
+    def logs(self) -> str:
+        return "\n".join(p.read_text() for p in sorted(self.folder.glob("scheduler-*.log")))
+
+
+@pytest.fixture
+def site(tmp_path: Path):
+    site = Site(tmp_path)
+    yield site
+    for process in site.processes:
+        if process.poll() is None:
+            process.kill()
+            process.wait()

@@ -1,0 +1,131 @@
+"""End-to-end: the real `manage.py runscheduler` process, checked from the records.
+
+These wait real seconds (a few each): they are the only tests that do.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+def parse(value: str) -> datetime:
+    return datetime.fromisoformat(value).replace(tzinfo=UTC)
+
+
+def test_runs_fire_on_time_and_every_rule_shows_in_the_records(site) -> None:
+    soon = (datetime.now(UTC) + timedelta(seconds=4)).isoformat()
+    site.schedules(
+        [
+            ("tick", "test.echo", {"kind": "interval", "every": 1}, {"kwargs": {"n": "ü"}}),
+            ("slow", "test.sleep", {"kind": "interval", "every": 1}, {"kwargs": {"seconds": 2.5}}),
+            (
+                "flaky", "test.fail", {"kind": "date", "at": soon},
+                {"max_attempts": 3, "retry_delay": 0.3},
+            ),
+            ("hangs", "test.hang", {"kind": "date", "at": soon}, {"timeout": 0.5}),
+        ]
+    )  # fmt: skip
+    process = site.start()
+    site.wait_for(
+        "SELECT 1 FROM schedules_run WHERE schedule_code='flaky' AND attempt=3 AND status='failed'"
+    )
+    site.wait_for(
+        "SELECT 1 FROM schedules_run r JOIN schedules_schedulerinstance i "
+        "WHERE r.schedule_code='tick' AND r.slot > i.started_at "
+        "GROUP BY r.schedule_code HAVING count(*) >= 3"
+    )
+    assert site.stop(process) == 0
+
+    # Slots that passed while the process was starting run late, by design.
+    ((up,),) = site.query("SELECT started_at FROM schedules_schedulerinstance")
+    on_time = site.query(
+        "SELECT slot, started_at, status FROM schedules_run WHERE schedule_code='tick' "
+        "AND reason='scheduled' AND slot > ? ORDER BY slot",
+        up,
+    )
+    assert len(on_time) >= 3
+    lateness = [(parse(s) - parse(t)).total_seconds() for t, s, _ in on_time]
+    assert max(lateness) < 0.5, lateness
+    assert {status for *_, status in on_time} == {"succeeded"}
+    slots = [parse(t) for t, *_ in on_time]
+    assert all(b - a == timedelta(seconds=1) for a, b in zip(slots, slots[1:], strict=False))
+
+    slow = site.query("SELECT status, error FROM schedules_run WHERE schedule_code='slow'")
+    assert ("skipped", "skipped: 1 run(s) still in flight (max_instances=1)") in slow
+
+    attempts = site.query(
+        "SELECT attempt, reason, status FROM schedules_run WHERE schedule_code='flaky' "
+        "ORDER BY attempt"
+    )
+    assert attempts == [
+        (1, "scheduled", "failed"),
+        (2, "retry", "failed"),
+        (3, "retry", "failed"),
+    ]
+    assert site.query("SELECT status FROM schedules_schedule WHERE code='flaky'") == [
+        ("completed",)
+    ]
+    assert site.query("SELECT status, error FROM schedules_run WHERE schedule_code='hangs'") == [
+        ("timed_out", "timed out after 0.5s")
+    ]
+    # SIGTERM: nothing left running, the instance says it stopped.
+    assert site.query("SELECT count(*) FROM schedules_run WHERE status='running'") == [(0,)]
+    assert site.query("SELECT stopped_at IS NOT NULL FROM schedules_schedulerinstance") == [(1,)]
+
+
+def test_a_run_killed_mid_way_is_interrupted_by_the_next_start(site) -> None:
+    site.schedule("long", "test.sleep", {"kind": "interval", "every": 3600}, kwargs={"seconds": 60})
+    site.python(
+        "from schedules import services; from schedules.models import Schedule; "
+        "services.schedule_run_now(schedule=Schedule.objects.get(code='long'))"
+    )
+    first = site.start()
+    site.wait_for("SELECT id FROM schedules_run WHERE status='running'")
+    first.send_signal(signal.SIGKILL)
+    first.wait(timeout=10)
+
+    second = site.start()
+    rows = site.wait_for("SELECT error FROM schedules_run WHERE status='interrupted'", timeout=10)
+    assert rows[0][0].endswith("stopped before the run finished")
+    assert site.stop(second) == 0
+
+
+def test_sigterm_lets_a_run_finish_within_the_grace_period(site) -> None:
+    site.schedule(
+        "brief", "test.sleep", {"kind": "interval", "every": 3600}, kwargs={"seconds": 0.5}
+    )
+    site.python(
+        "from schedules import services; from schedules.models import Schedule; "
+        "services.schedule_run_now(schedule=Schedule.objects.get(code='brief'))"
+    )
+    process = site.start()
+    site.wait_for("SELECT id FROM schedules_run WHERE status='running'")
+    assert site.stop(process) == 0
+    assert site.query("SELECT status FROM schedules_run") == [("succeeded",)]
+
+
+def test_two_schedulers_on_one_sqlite_database_never_run_a_slot_twice(site) -> None:
+    site.schedules(
+        [(f"s{i}", "test.echo", {"kind": "interval", "every": 1}, {}) for i in range(30)]
+    )
+    processes = [site.start(), site.start()]
+    time.sleep(6)
+    for process in processes:
+        assert site.stop(process) == 0
+    duplicates = site.query(
+        "SELECT schedule_code, slot, attempt, count(*) FROM schedules_run "
+        "GROUP BY schedule_code, slot, attempt HAVING count(*) > 1"
+    )
+    assert duplicates == []
+    per_scheduler = site.query(
+        "SELECT scheduler, count(*) FROM schedules_run WHERE status='succeeded' GROUP BY scheduler"
+    )
+    assert sum(n for _, n in per_scheduler) >= 30 * 3
+    assert len(per_scheduler) == 2, "both schedulers took part"
+    assert site.query("SELECT count(*) FROM schedules_run WHERE status != 'succeeded'") == [(0,)]

@@ -1,0 +1,348 @@
+"""Middleware, hooks, one-shots, run-now, orphans, duplicates, crashes, shutdown, faults."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.db import OperationalError
+
+from schedules import services
+from schedules.models import Run, RunReason, RunStatus, Schedule, SchedulerInstance, ScheduleStatus
+from schedules.registry import Registry, TaskOptions, registry
+from schedules.scheduler import middleware, store
+from schedules.scheduler.engine import Scheduler
+from schedules.scheduler.executor import Executor
+from schedules.signals import run_finished, run_started
+
+from .conftest import T0, FakeClock, create, every, runs_of, schedule_of
+
+
+async def test_global_middleware_wraps_every_run_outermost_first(clock, transactional_db) -> None:
+    seen: list[str] = []
+
+    def tag(name):
+        def factory(handler, run):
+            async def wrapped(run):
+                seen.append(f"{name}>{run.schedule_code}")
+                result = await handler(run)
+                seen.append(f"<{name}")
+                return result
+
+            return wrapped
+
+        return factory
+
+    executor = Executor(sync_workers=2, middleware=[tag("outer"), tag("inner")])
+    scheduler = Scheduler(clock=clock, executor=executor)
+    await scheduler.start()
+    try:
+        await create("mw", "test.echo", every(60))
+        clock.advance(60)
+        await scheduler.run_pass()
+        await scheduler.wait_idle()
+    finally:
+        await scheduler.shutdown()
+    assert seen == ["outer>mw", "inner>mw", "<inner", "<outer"]
+
+
+async def test_rate_limit_skips_runs_over_the_limit(clock, transactional_db) -> None:
+    ticks = {"now": 0.0}
+    limited = Registry()
+    limited.declarations = dict(registry.declarations)
+    decl = registry.get("test.echo")
+    from dataclasses import replace
+
+    limited.declarations["test.echo"] = [
+        replace(decl, middleware=(middleware.rate_limit(2, per=60, clock=lambda: ticks["now"]),))
+    ]
+    scheduler = Scheduler(clock=clock, tasks=limited)
+    await scheduler.start()
+    try:
+        await create("limited", "test.echo", every(10))
+        for _ in range(4):
+            clock.advance(10)
+            await scheduler.run_pass()
+            await scheduler.wait_idle()
+        ticks["now"] = 60.0  # the bucket refills
+        clock.advance(10)
+        await scheduler.run_pass()
+        await scheduler.wait_idle()
+    finally:
+        await scheduler.shutdown()
+    statuses = [r.status for r in await runs_of("limited")]
+    assert statuses == ["succeeded", "succeeded", "skipped", "skipped", "succeeded"]
+    skipped = (await runs_of("limited"))[2]
+    assert skipped.error == "rate limit: at most 2 runs per 60s"
+
+
+async def test_signals_fire_and_a_failing_receiver_breaks_nothing(scheduler, clock) -> None:
+    calls = []
+
+    def good(sender, run, **kwargs):
+        calls.append((run.status, run.schedule_code))
+
+    def bad(sender, run, **kwargs):
+        raise ValueError("receiver bug")
+
+    run_started.connect(good)
+    run_started.connect(bad)
+    run_finished.connect(good)
+    run_finished.connect(bad)
+    try:
+        await create("hooked", "test.echo", every(60))
+        clock.advance(60)
+        await scheduler.run_pass()
+        await scheduler.wait_idle()
+    finally:
+        for receiver in (good, bad):
+            run_started.disconnect(receiver)
+            run_finished.disconnect(receiver)
+    assert calls == [("running", "hooked"), ("succeeded", "hooked")]
+    (run,) = await runs_of("hooked")
+    assert run.status == RunStatus.SUCCEEDED
+
+
+async def test_a_one_shot_completes_after_its_run(scheduler, clock) -> None:
+    at = (T0 + timedelta(minutes=5)).isoformat()
+    await create("once", "test.echo", {"kind": "date", "at": at})
+    clock.advance(300)
+    await scheduler.run_pass()
+    await scheduler.wait_idle()
+    schedule = await schedule_of("once")
+    assert schedule.status == ScheduleStatus.COMPLETED
+    assert schedule.next_run_at is None
+    assert [r.status for r in await runs_of("once")] == [RunStatus.SUCCEEDED]
+
+
+async def test_a_failing_one_shot_completes_after_its_last_attempt(scheduler, clock) -> None:
+    at = (T0 + timedelta(minutes=5)).isoformat()
+    await create(
+        "once-fails", "test.fail", {"kind": "date", "at": at}, max_attempts=2, retry_delay=1
+    )
+    clock.advance(300)
+    await scheduler.run_pass()
+    await scheduler.wait_idle()
+    assert (await schedule_of("once-fails")).status == ScheduleStatus.ACTIVE  # a retry is queued
+    clock.advance(1)
+    await scheduler.run_pass()
+    await scheduler.wait_idle()
+    assert (await schedule_of("once-fails")).status == ScheduleStatus.COMPLETED
+
+
+async def test_run_now_is_queued_then_picked_up_on_the_next_pass(scheduler, clock) -> None:
+    schedule = await create("manual", "test.echo", {"kind": "cron", "expression": "0 0 1 1 *"})
+    run = await sync_to_async(services.schedule_run_now)(schedule=schedule)
+    assert (run.status, run.reason) == (RunStatus.QUEUED, RunReason.MANUAL)
+    clock.current = run.queued_at  # run-now is stamped with the wall clock
+    await scheduler.run_pass()
+    await scheduler.wait_idle()
+    (run,) = await runs_of("manual")
+    assert run.status == RunStatus.SUCCEEDED
+    assert run.slot is None
+
+
+async def test_a_wake_hint_cuts_the_sleep_short(scheduler, clock) -> None:
+    from schedules.scheduler.engine import wake_local
+
+    stop = asyncio.Event()
+    loop_task = asyncio.create_task(scheduler.run_forever(stop))
+    await asyncio.sleep(0.05)
+    wake_local()
+    await asyncio.sleep(0.05)
+    stop.set()
+    await loop_task
+    assert scheduler.passes >= 2
+
+
+async def test_orphans_and_duplicates_are_flagged_and_never_run(clock, transactional_db) -> None:
+    tasks = Registry()
+    tasks.declarations = {
+        name: list(found)
+        for name, found in registry.declarations.items()
+        if name != "test.fail"  # test.fail's schedules become orphans
+    }
+    twin = registry.get("test.echo_async")
+    tasks.declarations["test.echo"] = [registry.get("test.echo"), twin]  # a duplicate
+
+    await create("orphan", "test.fail", every(60))
+    await create("dup", "test.echo", every(60))
+    await create("fine", "test.echo_async", every(60))
+    scheduler = Scheduler(clock=clock, tasks=tasks)
+    await scheduler.start()
+    try:
+        clock.advance(60)
+        await scheduler.run_pass()
+        await scheduler.wait_idle()
+        for code, flag in (("orphan", "orphan"), ("dup", "duplicate")):
+            schedule = await schedule_of(code)
+            with pytest.raises(services.RunRefused, match=f"\\({flag}\\)"):
+                await sync_to_async(services.schedule_run_now)(schedule=schedule, tasks=tasks)
+    finally:
+        await scheduler.shutdown()
+    assert await runs_of("orphan") == []
+    assert await runs_of("dup") == []
+    assert len(await runs_of("fine")) == 1
+    # Orphans are never deleted automatically.
+    assert await sync_to_async(Schedule.objects.filter(code="orphan").exists)()
+
+
+async def test_runs_of_a_dead_scheduler_become_interrupted(scheduler, clock, settings) -> None:
+    settings.SILLO_STALE_AFTER = 30
+    schedule = await create("victim", "test.echo", every(3600))
+
+    def leave_a_running_run():
+        SchedulerInstance.objects.create(
+            id="dead", host="elsewhere", pid=1, started_at=T0, heartbeat_at=T0
+        )
+        return Run.objects.create(
+            schedule=schedule, schedule_code="victim", task_name="test.echo",
+            reason=RunReason.SCHEDULED, slot=T0, status=RunStatus.RUNNING,
+            started_at=T0, scheduler="dead",
+        )  # fmt: skip
+
+    run = await sync_to_async(leave_a_running_run)()
+    clock.advance(10)
+    scheduler._last.pop("heartbeat", None)
+    await scheduler.run_pass()
+    assert (await runs_of("victim"))[0].status == RunStatus.RUNNING  # heartbeat still fresh
+
+    clock.advance(31)
+    scheduler._last.pop("heartbeat", None)
+    await scheduler.run_pass()
+    (run,) = await runs_of("victim")
+    assert run.status == RunStatus.INTERRUPTED
+    assert run.error == "scheduler dead stopped before the run finished"
+    dead = await sync_to_async(SchedulerInstance.objects.get)(id="dead")
+    assert dead.stopped_at is not None
+
+
+async def test_shutdown_gives_grace_then_cancels_and_records(clock, transactional_db, settings):
+    settings.SILLO_SHUTDOWN_GRACE = 0.2
+    scheduler = Scheduler(clock=clock)
+    await scheduler.start()
+    await create("long", "test.block_async", every(60), kwargs={"gate": "long"})
+    await create("short", "test.echo", every(60))
+    clock.advance(60)
+    await scheduler.run_pass()
+    await scheduler.shutdown()
+    (long_run,) = await runs_of("long")
+    (short_run,) = await runs_of("short")
+    assert short_run.status == RunStatus.SUCCEEDED
+    assert long_run.status == RunStatus.CANCELLED
+    assert long_run.error == "scheduler shut down"
+    instance = await sync_to_async(SchedulerInstance.objects.get)(id=scheduler.instance_id)
+    assert instance.stopped_at is not None
+
+
+async def test_a_failing_pass_is_logged_and_retried_with_backoff(
+    scheduler, clock, monkeypatch, caplog
+) -> None:
+    real = store.claim_due
+    failures = {"left": 3}
+
+    def flaky_claim(**kwargs):
+        if failures["left"]:
+            failures["left"] -= 1
+            raise OperationalError("database is locked")
+        return real(**kwargs)
+
+    monkeypatch.setattr(store, "claim_due", flaky_claim)
+    await create("survivor", "test.echo", every(60))
+    clock.advance(60)
+    stop = asyncio.Event()
+    task = asyncio.create_task(scheduler.run_forever(stop))
+    for _ in range(200):
+        if await runs_of("survivor"):
+            break
+        await asyncio.sleep(0.01)
+    stop.set()
+    await task
+    assert clock.waits[:3] == [1.0, 2.0, 4.0]
+    assert "scheduler pass failed" in caplog.text
+    assert [r.status for r in await runs_of("survivor")] == [RunStatus.SUCCEEDED]
+
+
+async def test_a_broken_channel_layer_never_stops_scheduling(scheduler, clock, monkeypatch) -> None:
+    from channels.layers import get_channel_layer
+
+    layer = get_channel_layer()
+
+    async def broken(*args, **kwargs):
+        raise ConnectionError("redis is down")
+
+    monkeypatch.setattr(layer, "group_send", broken)
+    await create("unheard", "test.echo", every(60))
+    clock.advance(60)
+    await scheduler.run_pass()
+    await scheduler.wait_idle()
+    assert [r.status for r in await runs_of("unheard")] == [RunStatus.SUCCEEDED]
+
+
+async def test_run_events_reach_the_all_runs_and_schedule_groups(scheduler, clock) -> None:
+    from channels.layers import get_channel_layer
+
+    from schedules.scheduler.events import ALL_RUNS_GROUP, schedule_group
+
+    layer = get_channel_layer()
+    schedule = await create("watched", "test.echo", every(60))
+    other = await create("unwatched", "test.echo", every(3600))
+    everything = await layer.new_channel()
+    just_one = await layer.new_channel()
+    await layer.group_add(ALL_RUNS_GROUP, everything)
+    await layer.group_add(schedule_group(schedule.pk), just_one)
+    clock.advance(60)
+    await scheduler.run_pass()
+    await scheduler.wait_idle()
+    statuses = [(await layer.receive(just_one))["run"]["status"] for _ in range(2)]
+    assert statuses == ["running", "succeeded"]
+    event = await layer.receive(everything)
+    assert event["type"] == "run.event"
+    assert event["run"]["code"] == "watched"
+    assert other.pk != schedule.pk
+
+
+def test_retention_keeps_the_newest_runs(db) -> None:
+    from .conftest import make_schedule
+
+    schedule = make_schedule("chatty", "test.echo", every(60))
+    for i in range(12):
+        Run.objects.create(
+            schedule=schedule, schedule_code="chatty", task_name="test.echo",
+            reason=RunReason.MANUAL, status=RunStatus.SUCCEEDED,
+            queued_at=T0 + timedelta(seconds=i),
+        )  # fmt: skip
+    assert store.prune_runs(schedule_id=schedule.pk, keep=5) == 7
+    kept = list(Run.objects.filter(schedule=schedule).values_list("queued_at", flat=True))
+    assert kept == [T0 + timedelta(seconds=i) for i in range(11, 6, -1)]
+
+
+async def test_finished_runs_are_pruned_as_part_of_normal_work(scheduler, clock, settings) -> None:
+    from schedules.scheduler import engine
+
+    settings.SILLO_RUNS_PER_SCHEDULE = 3
+    await create("pruned", "test.echo", every(1))
+    for _ in range(engine.PRUNE_EVERY):
+        clock.advance(1)
+        await scheduler.run_pass()
+        await scheduler.wait_idle()
+    assert len(await runs_of("pruned")) == 3
+
+
+def test_the_fake_clock_only_moves_when_told() -> None:
+    clock = FakeClock()
+    assert clock.now() == T0
+    clock.advance(5)
+    assert clock.now() == T0 + timedelta(seconds=5)
+
+
+def test_task_options_defaults_match_the_design() -> None:
+    options = TaskOptions()
+    assert (options.max_attempts, options.max_instances, options.overlap, options.misfire) == (
+        1,
+        1,
+        "skip",
+        "skip",
+    )

@@ -1,0 +1,124 @@
+"""Status transitions, code defaults and the operations shared by every caller."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from schedules import services
+from schedules.models import Schedule, ScheduleSource, ScheduleStatus
+from schedules.registry import registry
+from schedules.timing import InvalidTrigger
+
+from .conftest import T0, every, make_schedule
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.mark.parametrize(
+    ("start", "operation", "end"),
+    [
+        ("active", services.schedule_pause, "paused"),
+        ("paused", services.schedule_resume, "active"),
+        ("active", services.schedule_cancel, "cancelled"),
+        ("paused", services.schedule_cancel, "cancelled"),
+        ("active", services.schedule_complete, "completed"),
+    ],
+)
+def test_allowed_transitions(start, operation, end) -> None:
+    schedule = make_schedule("s", "test.echo", every(60))
+    Schedule.objects.filter(pk=schedule.pk).update(status=start)
+    changed = operation(schedule=schedule)
+    assert changed.status == end
+    schedule.refresh_from_db()
+    assert schedule.status == end
+
+
+@pytest.mark.parametrize(
+    ("start", "operation", "message"),
+    [
+        ("active", services.schedule_resume, "cannot resume schedule 's': it is active"),
+        ("paused", services.schedule_pause, "cannot pause schedule 's': it is paused"),
+        ("paused", services.schedule_complete, "cannot complete schedule 's': it is paused"),
+        ("cancelled", services.schedule_resume, "cannot resume schedule 's': it is cancelled"),
+        ("cancelled", services.schedule_pause, "cannot pause schedule 's': it is cancelled"),
+        ("cancelled", services.schedule_cancel, "cannot cancel schedule 's': it is cancelled"),
+        ("completed", services.schedule_resume, "cannot resume schedule 's': it is completed"),
+        ("completed", services.schedule_cancel, "cannot cancel schedule 's': it is completed"),
+    ],
+)
+def test_refused_transitions_say_why_and_change_nothing(start, operation, message) -> None:
+    schedule = make_schedule("s", "test.echo", every(60))
+    Schedule.objects.filter(pk=schedule.pk).update(status=start)
+    with pytest.raises(services.InvalidTransition, match=message):
+        operation(schedule=schedule)
+    schedule.refresh_from_db()
+    assert schedule.status == start
+
+
+def test_resume_computes_the_next_slot_from_now() -> None:
+    schedule = make_schedule("s", "test.echo", every(60))
+    services.schedule_pause(schedule=schedule)
+    later = T0 + timedelta(hours=5, seconds=30)
+    resumed = services.schedule_resume(schedule=schedule, now=later)
+    assert resumed.next_run_at == T0 + timedelta(hours=5, seconds=60)
+
+
+def test_cancel_clears_the_next_slot() -> None:
+    schedule = services.schedule_cancel(schedule=make_schedule("s", "test.echo", every(60)))
+    assert schedule.next_run_at is None
+
+
+def test_create_refuses_a_bad_trigger() -> None:
+    with pytest.raises(InvalidTrigger, match="never fires"):
+        make_schedule("bad", "test.echo", {"kind": "cron", "expression": "0 0 30 2 *"})
+    assert not Schedule.objects.exists()
+
+
+def test_interval_jitter_is_seeded_with_the_code() -> None:
+    schedule = make_schedule("seeded", "test.echo", {"kind": "interval", "every": 60, "jitter": 5})
+    assert schedule.trigger["seed"] == "seeded"
+
+
+def test_code_defaults_are_created_when_missing() -> None:
+    created = services.sync_code_defaults(now=T0)
+    assert "test.every_hour" in created
+    schedule = Schedule.objects.get(code="test.every_hour")
+    assert schedule.source == ScheduleSource.CODE
+    assert schedule.next_run_at == T0 + timedelta(hours=1)
+    assert services.sync_code_defaults(now=T0) == []
+
+
+def test_an_operator_record_always_wins() -> None:
+    services.sync_code_defaults(now=T0)
+    Schedule.objects.filter(code="test.every_hour").update(
+        trigger={"kind": "interval", "every": 60}, source=ScheduleSource.OPERATOR
+    )
+    services.sync_code_defaults(now=T0)
+    assert Schedule.objects.get(code="test.every_hour").trigger["every"] == 60
+
+
+def test_deleting_a_code_default_resets_it_at_the_next_sync() -> None:
+    services.sync_code_defaults(now=T0)
+    Schedule.objects.filter(code="test.every_hour").update(status=ScheduleStatus.PAUSED)
+    Schedule.objects.filter(code="test.every_hour").delete()
+    services.sync_code_defaults(now=T0)
+    schedule = Schedule.objects.get(code="test.every_hour")
+    assert (schedule.status, schedule.trigger["every"]) == ("active", 3600)
+
+
+def test_reset_to_default_replaces_the_record() -> None:
+    services.sync_code_defaults(now=timezone.now())
+    schedule = Schedule.objects.get(code="test.every_hour")
+    Schedule.objects.filter(pk=schedule.pk).update(trigger={"kind": "interval", "every": 5})
+    fresh = services.schedule_reset_to_default(schedule=schedule)
+    assert fresh.trigger["every"] == 3600
+    assert Schedule.objects.filter(code="test.every_hour").count() == 1
+
+
+def test_reset_is_refused_without_a_code_default() -> None:
+    schedule = make_schedule("plain", "test.echo", every(60))
+    with pytest.raises(services.RunRefused, match="declares no valid code default"):
+        services.schedule_reset_to_default(schedule=schedule, tasks=registry)

@@ -1,0 +1,130 @@
+"""`manage.py schedules list|show|pause|resume|cancel|run|runs`."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from schedules.models import Run, RunStatus, Schedule
+from tests.scheduler.conftest import every, make_schedule
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def cli(*args: str) -> str:
+    out = StringIO()
+    call_command("schedules", *args, stdout=out)
+    return out.getvalue()
+
+
+def test_list_json_carries_the_fields_operators_script_against() -> None:
+    make_schedule("nightly", "test.echo", {"kind": "cron", "expression": "0 3 * * *"})
+    make_schedule("ghost", "no.such.task", every(60))
+    rows = json.loads(cli("list", "--json"))
+    by_code = {row["code"]: row for row in rows}
+    nightly = by_code["nightly"]
+    for key in (
+        "code", "task_name", "status", "trigger", "description", "next_run_at",
+        "last_run_at", "last_outcome", "runs", "errors", "flags",
+    ):  # fmt: skip
+        assert key in nightly
+    assert nightly["description"] == "At 03:00, UTC"
+    assert nightly["next_run_at"].endswith("+00:00")
+    assert by_code["ghost"]["flags"] == ["orphan"]
+
+
+def test_list_filters_by_status_and_flag() -> None:
+    make_schedule("a", "test.echo", every(60))
+    make_schedule("ghost", "no.such.task", every(60))
+    cli("pause", "a")
+    assert [r["code"] for r in json.loads(cli("list", "--json", "--status", "paused"))] == ["a"]
+    assert [r["code"] for r in json.loads(cli("list", "--json", "--flag", "orphan"))] == ["ghost"]
+    assert "[ORPHAN]" in cli("list")
+
+
+def test_show_includes_the_next_fire_times() -> None:
+    make_schedule(
+        "nightly",
+        "test.echo",
+        {"kind": "cron", "expression": "0 3 * * *", "tz": "Europe/Berlin"},
+        tz="Europe/Berlin",
+    )
+    data = json.loads(cli("show", "nightly", "--json"))
+    assert len(data["next_fire_times"]) == 10
+    assert all("T03:00:00+0" in t for t in data["next_fire_times"])
+
+
+def test_pause_resume_cancel() -> None:
+    make_schedule("a", "test.echo", every(60))
+    assert cli("pause", "a").strip() == "a is paused"
+    assert json.loads(cli("resume", "a", "--json"))["status"] == "active"
+    assert cli("cancel", "a").strip() == "a is cancelled"
+    with pytest.raises(CommandError, match="cannot resume schedule 'a': it is cancelled") as info:
+        cli("resume", "a")
+    assert info.value.returncode == 2
+
+
+def test_unknown_code() -> None:
+    with pytest.raises(CommandError, match="no schedule with code 'nope'"):
+        cli("pause", "nope")
+
+
+def test_run_inline_executes_in_the_cli_process() -> None:
+    make_schedule("a", "test.echo", every(3600), kwargs={"x": [1, {"y": "ü"}]})
+    data = json.loads(cli("run", "a", "--inline", "--json"))
+    assert data["status"] == "succeeded"
+    assert data["reason"] == "manual"
+    assert data["result"] == {"x": [1, {"y": "ü"}]}
+    assert isinstance(data["duration_ms"], int)
+
+
+def test_run_inline_of_a_failing_task_exits_non_zero() -> None:
+    make_schedule("f", "test.fail", every(3600))
+    with pytest.raises(CommandError, match=r"run #\d+ ended failed"):
+        cli("run", "f", "--inline")
+    assert Run.objects.get().status == RunStatus.FAILED
+
+
+def test_run_without_a_scheduler_stays_queued_and_wait_says_so() -> None:
+    make_schedule("a", "test.echo", every(3600))
+    assert "queued" in cli("run", "a")
+    with pytest.raises(CommandError, match="no scheduler is running"):
+        cli("run", "a", "--wait")
+    assert set(Run.objects.values_list("status", flat=True)) == {RunStatus.QUEUED}
+
+
+def test_run_is_refused_for_orphans() -> None:
+    make_schedule("ghost", "no.such.task", every(60))
+    with pytest.raises(CommandError, match=r"not declared \(orphan\)"):
+        cli("run", "ghost")
+    assert not Run.objects.exists()
+
+
+def test_runs_json_fields() -> None:
+    make_schedule("a", "test.echo", every(3600))
+    cli("run", "a", "--inline")
+    (row,) = json.loads(cli("runs", "a", "--json"))
+    for key in (
+        "id", "code", "task_name", "status", "reason", "attempt", "slot",
+        "started_at", "finished_at", "duration_ms", "error",
+    ):  # fmt: skip
+        assert key in row
+    assert row["started_at"].endswith("+00:00")
+    assert Schedule.objects.get().run_count == 1
+
+
+def test_bad_cli_input_is_one_line_and_non_zero(manage) -> None:
+    env = {"DJANGO_SETTINGS_MODULE": "tests.settings"}
+    unmigrated = manage("schedules", "list", env=env)
+    assert unmigrated.returncode == 1
+    assert unmigrated.stderr.startswith("CommandError: database error: no such table")
+    assert manage("migrate", env=env).returncode == 0
+    for args in (["pause", "nope"], ["runs", "--limit", "0"], ["list", "--status", "asleep"]):
+        result = manage("schedules", *args, env=env)
+        assert result.returncode != 0
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+        assert "Traceback" not in result.stderr

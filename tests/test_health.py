@@ -1,0 +1,78 @@
+"""GET /health/: public JSON, 200 when a scheduler is alive and errors are rare."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from schedules.models import Run, RunReason, RunStatus, SchedulerInstance
+from tests.scheduler.conftest import every, make_schedule
+
+pytestmark = pytest.mark.django_db
+
+
+def alive_scheduler(**fields) -> SchedulerInstance:
+    now = timezone.now()
+    values = {"id": "s1", "host": "h", "pid": 1, "heartbeat_at": now, **fields}
+    return SchedulerInstance.objects.create(started_at=now - timedelta(minutes=5), **values)
+
+
+def finished_runs(schedule, status: str, count: int) -> None:
+    now = timezone.now()
+    for _ in range(count):
+        Run.objects.create(
+            schedule=schedule, schedule_code=schedule.code, task_name=schedule.task_name,
+            reason=RunReason.SCHEDULED, status=status, started_at=now, finished_at=now,
+        )  # fmt: skip
+
+
+def test_it_is_public_and_unhealthy_without_a_scheduler(client) -> None:
+    response = client.get("/health/")
+    assert response.status_code == 503
+    body = response.json()
+    assert body["status"] == "unhealthy"
+    assert body["problems"] == ["no scheduler is alive"]
+    assert body["scheduler"]["alive"] is False
+
+
+def test_it_is_healthy_with_a_fresh_heartbeat(client) -> None:
+    alive_scheduler()
+    make_schedule("a", "test.echo", every(60))
+    paused = make_schedule("b", "test.echo", every(60))
+    paused.status = "paused"
+    paused.save()
+    response = client.get("/health/")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["jobs"] == {"total": 2, "active": 1, "paused": 1}
+    assert body["scheduler"]["uptime_seconds"] >= 299
+    assert response["Cache-Control"].startswith("max-age=0")
+
+
+def test_a_stale_or_stopped_scheduler_is_not_alive(client) -> None:
+    alive_scheduler(id="stale", heartbeat_at=timezone.now() - timedelta(minutes=5))
+    alive_scheduler(id="gone", stopped_at=timezone.now())
+    assert client.get("/health/").status_code == 503
+
+
+def test_a_high_error_rate_is_unhealthy(client) -> None:
+    alive_scheduler()
+    schedule = make_schedule("a", "test.fail", every(60))
+    finished_runs(schedule, RunStatus.FAILED, 8)
+    finished_runs(schedule, RunStatus.SUCCEEDED, 4)
+    response = client.get("/health/")
+    assert response.status_code == 503
+    assert "error rate 67%" in response.json()["problems"][0]
+    body = response.json()
+    assert body["runs"]["errors"] == 8
+    assert body["runs"]["total"] == 12
+
+
+def test_a_few_errors_are_healthy(client) -> None:
+    alive_scheduler()
+    schedule = make_schedule("a", "test.fail", every(60))
+    finished_runs(schedule, RunStatus.FAILED, 2)
+    finished_runs(schedule, RunStatus.SUCCEEDED, 10)
+    assert client.get("/health/").status_code == 200
