@@ -23,7 +23,7 @@ from django.db import DatabaseError, connection
 
 from .. import services
 from ..conf import setting
-from ..models import Run, RunStatus, Schedule
+from ..models import Run, RunStatus
 from ..registry import Registry, registry
 from ..signals import run_finished, run_started
 from . import store
@@ -68,6 +68,8 @@ class Scheduler:
         self._in_flight_schedule: dict[int, int | None] = {}
         self._last: dict[str, datetime] = {}
         self._finished_since_prune: dict[int, int] = {}
+        self._outcomes: list[tuple] = []
+        self._flusher: asyncio.Task | None = None
         self.passes = 0
 
     # -------------------------------------------------------------- plumbing
@@ -260,46 +262,56 @@ class Scheduler:
     # -------------------------------------------------------------- a run
 
     async def _execute(self, run: Run) -> None:
-        schedule: Schedule = run.schedule
         declaration = self.tasks.get(run.task_name)
-        context = context_for(run, schedule)
-        await self.db(_send_robust, signal=run_started, run=run)
+        context = context_for(run, run.schedule)
+        if run_started.has_listeners(Run):
+            await self.db(_send_robust, signal=run_started, run=run)
         await self._publish(run)
         try:
             outcome = await self.executor.execute(declaration, context)
         except asyncio.CancelledError as exc:
             why = exc.args[0] if exc.args else "scheduler shut down"
             outcome = Outcome(RunStatus.CANCELLED, str(why))
-        finished, retry = await self._finish(run.pk, outcome)
+        finished, retry = await self._finish(run, outcome)
         if finished is None:  # ended elsewhere (replaced, or marked interrupted)
             ended = await self.db(Run.objects.filter(pk=run.pk).first)
             if ended is not None:
                 await self._publish(ended)
             return
-        await self.db(_send_robust, signal=run_finished, run=finished)
+        if run_finished.has_listeners(Run):
+            await self.db(_send_robust, signal=run_finished, run=finished)
         await self._publish(finished)
         if retry is not None:
             await self._publish(retry)
         await self._maybe_prune(finished.schedule_id)
 
-    async def _finish(self, run_id: int, outcome: Outcome):
-        # Recording the outcome must survive a database hiccup: retry a few times.
-        for attempt in range(5):
-            try:
-                return await self.db(
-                    store.finish_run,
-                    run_id=run_id,
-                    status=outcome.status,
-                    now=self.clock.now(),
-                    error=outcome.error,
-                    traceback=outcome.traceback,
-                    result=outcome.result,
-                    retry_in=outcome.retry_in,
-                )
-            except Exception:
-                logger.exception("could not record run %s (try %d)", run_id, attempt + 1)
-                await asyncio.sleep(min(2**attempt, 10))
-        return None, None
+    async def _finish(self, run: Run, outcome: Outcome) -> tuple:
+        """Queue the outcome for the next batched write and wait for it."""
+        done = asyncio.get_running_loop().create_future()
+        self._outcomes.append((run, outcome, done))
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush_outcomes())
+        return await asyncio.shield(done)
+
+    async def _flush_outcomes(self) -> None:
+        """Write finished runs in batches: while one batch is written, the next gathers."""
+        while self._outcomes:
+            batch, self._outcomes = self._outcomes[:500], self._outcomes[500:]
+            items = [(run, vars(outcome)) for run, outcome, _ in batch]
+            results = None
+            # Recording outcomes must survive a database hiccup: try a few times.
+            for attempt in range(6):
+                try:
+                    results = await self.db(store.finish_runs, items=items, now=self.clock.now())
+                    break
+                except Exception:
+                    logger.exception("could not record %d run(s) (try %d)", len(batch), attempt + 1)
+                    await asyncio.sleep(min(2**attempt, 10))
+            for (_, _, done), result in zip(
+                batch, results or [(None, None)] * len(batch), strict=True
+            ):
+                if not done.done():
+                    done.set_result(result)
 
     async def _maybe_prune(self, schedule_id: int | None) -> None:
         if schedule_id is None:

@@ -186,7 +186,11 @@ def claim_due(
     max_catch_up: int,
     local_in_flight: dict[int, int],
 ) -> tuple[list[Run], list[int]]:
-    """Claim every due slot this process wins. Returns (new runs, replaced run ids)."""
+    """Claim every due slot this process wins. Returns (new runs, replaced run ids).
+
+    One transaction for the batch; if the unique-slot safety net fires, the
+    batch is retried slot by slot so that only the offending slot is dropped.
+    """
     due = list(
         Schedule.objects.filter(
             status=ScheduleStatus.ACTIVE,
@@ -194,8 +198,7 @@ def claim_due(
             task_name__in=sorted(tasks.runnable_names()),
         ).order_by("next_run_at", "-priority")[:limit]
     )
-    runs: list[Run] = []
-    replaced: list[int] = []
+    plans = []
     for schedule in due:
         slot = schedule.next_run_at
         try:
@@ -204,27 +207,66 @@ def claim_due(
             _park_invalid(schedule, slot, str(exc))
             continue
         planned, next_at = _plan(schedule, trigger, slot, now, max_catch_up)
-        try:
-            with transaction.atomic():
-                won = Schedule.objects.filter(
-                    pk=schedule.pk, status=ScheduleStatus.ACTIVE, next_run_at=slot
-                ).update(next_run_at=next_at)
-                if won != 1:
-                    continue  # another scheduler claimed this slot
-                # The first run starts now; further catch-up runs wait their turn
-                # in the queue, so max_instances holds for them too.
-                first, *rest = planned
-                if first.status != RunStatus.SKIPPED:
-                    in_flight = _in_flight(schedule.pk, local_in_flight)
-                    replaced += _start_or_skip(
-                        first, schedule, now=now, instance_id=instance_id, in_flight=in_flight
-                    )
-                for run in planned:
-                    run.save()
-                runs.append(first)
-        except IntegrityError:
-            logger.warning("slot %s of %s already has a run; skipped", slot, schedule.code)
-    return runs, replaced
+        plans.append((schedule, slot, planned, next_at))
+    if not plans:
+        return [], []
+    try:
+        with transaction.atomic():
+            return _claim_batch(plans, now, instance_id, local_in_flight)
+    except IntegrityError:
+        runs: list[Run] = []
+        replaced: list[int] = []
+        for plan in plans:
+            for run in plan[2]:
+                run.pk = None
+            try:
+                with transaction.atomic():
+                    won, gone = _claim_batch([plan], now, instance_id, local_in_flight)
+            except IntegrityError:
+                logger.warning("slot %s of %s already has a run; skipped", plan[1], plan[0].code)
+                continue
+            runs += won
+            replaced += gone
+        return runs, replaced
+
+
+def _claim_batch(plans, now, instance_id, local_in_flight):
+    won = []
+    for schedule, slot, planned, next_at in plans:
+        claimed = Schedule.objects.filter(
+            pk=schedule.pk, status=ScheduleStatus.ACTIVE, next_run_at=slot
+        ).update(next_run_at=next_at)
+        if claimed == 1:  # else another scheduler claimed this slot
+            schedule.next_run_at = next_at
+            won.append((schedule, planned))
+    if not won:
+        return [], []
+    in_flight = dict(
+        Run.objects.filter(
+            schedule_id__in=[schedule.pk for schedule, _ in won], status=RunStatus.RUNNING
+        )
+        .values_list("schedule_id")
+        .annotate(n=Count("pk"))
+        .values_list("schedule_id", "n")
+    )
+    replaced: list[int] = []
+    created: list[Run] = []
+    firsts: list[Run] = []
+    for schedule, planned in won:
+        # The first run starts now; further catch-up runs wait their turn in
+        # the queue, so max_instances holds for them too.
+        first = planned[0]
+        if first.status != RunStatus.SKIPPED:
+            busy = in_flight.get(schedule.pk, 0) + local_in_flight.get(schedule.pk, 0)
+            replaced += _start_or_skip(
+                first, schedule, now=now, instance_id=instance_id, in_flight=busy
+            )
+            if first.status == RunStatus.RUNNING:
+                in_flight[schedule.pk] = in_flight.get(schedule.pk, 0) + 1
+        created += planned
+        firsts.append(first)
+    Run.objects.bulk_create(created)
+    return firsts, replaced
 
 
 def _plan(schedule: Schedule, trigger: Trigger, slot: datetime, now: datetime, max_catch_up: int):
@@ -353,44 +395,52 @@ def still_running(run_ids: list[int]) -> set[int]:
 # ------------------------------------------------------------ outcomes
 
 
-def finish_run(
-    *,
-    run_id: int,
-    status: str,
-    now: datetime,
-    error: str = "",
-    traceback: str = "",
-    result: object = None,
-    retry_in: float | None = None,
-) -> tuple[Run | None, Run | None]:
-    """Record a run's outcome; queue its retry; complete an exhausted one-shot.
+def finish_runs(*, items: list[tuple[Run, dict]], now: datetime) -> list[tuple]:
+    """Record the outcomes of finished runs in one transaction.
 
-    Returns (the run, its retry) or (None, None) if another process already
-    ended the run (replaced, or interrupted as its scheduler looked dead).
+    `items` pairs each Run (as claimed, with its schedule) with its outcome
+    (status, error, traceback, result, retry_in). For each, returns (the run,
+    its queued retry), or (None, None) if another process already ended the
+    run (replaced, or interrupted because its scheduler looked dead). A
+    one-shot whose trigger has no slot left is completed after its last attempt.
     """
+    results: list[tuple] = []
+    retries: list[Run] = []
     with transaction.atomic():
-        updated = Run.objects.filter(pk=run_id, status=RunStatus.RUNNING).update(
-            status=status, finished_at=now, error=error, traceback=traceback, result=result
-        )
-        if updated != 1:
-            return None, None
-        run = Run.objects.select_related("schedule").get(pk=run_id)
-        _record_on_schedule(run)
-        retry = None
-        if retry_in is not None and run.schedule is not None:
-            retry = _new_run(run.schedule, reason=RunReason.RETRY, slot=run.slot, now=now)
-            retry.attempt = run.attempt + 1
-            retry.kwargs = run.kwargs
-            retry.not_before = now + timedelta(seconds=retry_in)
-            retry.requested_by_id = run.requested_by_id
-            retry.save()
-        elif run.schedule is not None:
-            Schedule.objects.filter(
-                pk=run.schedule_id, status=ScheduleStatus.ACTIVE, next_run_at__isnull=True
-            ).exclude(trigger__kind__in=["interval", "cron"]).update(
-                status=ScheduleStatus.COMPLETED
+        for run, outcome in items:
+            updated = Run.objects.filter(pk=run.pk, status=RunStatus.RUNNING).update(
+                status=outcome["status"],
+                finished_at=now,
+                error=outcome["error"],
+                traceback=outcome["traceback"],
+                result=outcome["result"],
             )
-    return run, retry
+            if updated != 1:
+                results.append((None, None))
+                continue
+            run.status, run.finished_at = outcome["status"], now
+            run.error, run.traceback, run.result = (
+                outcome["error"],
+                outcome["traceback"],
+                outcome["result"],
+            )
+            _record_on_schedule(run)
+            retry = None
+            schedule = run.schedule
+            if outcome["retry_in"] is not None and schedule is not None:
+                retry = _new_run(schedule, reason=RunReason.RETRY, slot=run.slot, now=now)
+                retry.attempt = run.attempt + 1
+                retry.kwargs = run.kwargs
+                retry.not_before = now + timedelta(seconds=outcome["retry_in"])
+                retry.requested_by_id = run.requested_by_id
+                retries.append(retry)
+            elif schedule is not None and schedule.trigger.get("kind") not in ("interval", "cron"):
+                Schedule.objects.filter(
+                    pk=schedule.pk, status=ScheduleStatus.ACTIVE, next_run_at__isnull=True
+                ).update(status=ScheduleStatus.COMPLETED)
+            results.append((run, retry))
+        Run.objects.bulk_create(retries)
+    return results
 
 
 def _record_on_schedule(run: Run) -> None:
