@@ -31,6 +31,7 @@ class Site:
             "SILLO_RESYNC_INTERVAL": "1",
             "SILLO_SHUTDOWN_GRACE": "1",
             "PYTHONUNBUFFERED": "1",
+            "DJANGO_STATIC_ROOT": str(folder / "static"),
         }
         self.processes: list[subprocess.Popen] = []
         self.manage("migrate", "--noinput")

@@ -129,3 +129,51 @@ def test_two_schedulers_on_one_sqlite_database_never_run_a_slot_twice(site) -> N
     assert sum(n for _, n in per_scheduler) >= 30 * 3
     assert len(per_scheduler) == 2, "both schedulers took part"
     assert site.query("SELECT count(*) FROM schedules_run WHERE status != 'succeeded'") == [(0,)]
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_serve_runs_the_web_app_and_the_scheduler_in_one_process(site) -> None:
+    import json
+    import urllib.error
+    import urllib.request
+
+    port = free_port()
+    site.manage("collectstatic", "--noinput", "-v0")  # as a deployment does
+    site.schedule("tick", "test.echo", {"kind": "interval", "every": 1})
+    process = site.start("--serve", f"127.0.0.1:{port}")
+    site.wait_for("SELECT 1 FROM schedules_run WHERE status='succeeded'")
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health/", timeout=5) as response:
+                body = json.loads(response.read())
+                status = response.status
+            break
+        except (urllib.error.URLError, ConnectionError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+    assert status == 200
+    assert body["scheduler"]["alive"] is True
+    assert body["jobs"]["active"] == 2  # tick, and the code default of test.every_hour
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/login/", timeout=5) as response:
+        assert response.status == 200
+    assert site.stop(process) == 0
+
+
+def test_once_runs_one_pass_and_exits(site) -> None:
+    site.schedule("later", "test.echo", {"kind": "interval", "every": 3600})
+    site.python(
+        "from schedules import services; from schedules.models import Schedule; "
+        "services.schedule_run_now(schedule=Schedule.objects.get(code='later'))"
+    )
+    output = site.manage("runscheduler", "--once")
+    assert "one pass: 1 run(s) started and finished" in output
+    assert site.query("SELECT status, reason FROM schedules_run") == [("succeeded", "manual")]
