@@ -1,8 +1,20 @@
-"""Channel consumers. `SchedulerWakeConsumer` listens on the `scheduler` channel."""
+"""Channel consumers: wake hints for the scheduler, live run events for browsers."""
 
 from __future__ import annotations
 
+from datetime import datetime
+from types import SimpleNamespace
+from urllib.parse import parse_qs
+
 from channels.consumer import AsyncConsumer
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.template.loader import render_to_string
+
+from .access import VIEW
+from .scheduler.events import ALL_RUNS_GROUP, schedule_group
+
+VIEWS = ("list", "detail", "log")
 
 
 class SchedulerWakeConsumer(AsyncConsumer):
@@ -12,3 +24,69 @@ class SchedulerWakeConsumer(AsyncConsumer):
         from .scheduler.engine import wake_local
 
         wake_local()
+
+
+class RunEventsConsumer(AsyncWebsocketConsumer):
+    """Push-only: run events as HTML fragments that htmx swaps by id.
+
+    `?view=list|detail|log` picks the fragments; `?schedule=<id>` narrows the
+    stream to one schedule. Anonymous users and users without the view
+    permission are refused (close code 4403).
+    """
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated or not await _can_view(user):
+            await self.close(code=4403)
+            return
+        query = parse_qs(self.scope.get("query_string", b"").decode())
+        self.view = (query.get("view") or ["log"])[0]
+        if self.view not in VIEWS:
+            self.view = "log"
+        schedule = (query.get("schedule") or [""])[0]
+        self.group = schedule_group(int(schedule)) if schedule.isdigit() else ALL_RUNS_GROUP
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+
+    async def disconnect(self, code: int) -> None:
+        if hasattr(self, "group"):
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        """Actions go through HTTP (with CSRF and permissions); input here is ignored."""
+
+    async def run_event(self, event: dict) -> None:
+        run = event["run"]
+        if self.view == "log":
+            html = render_to_string("schedules/_log_row.html", {"run": _as_run(run), "oob": True})
+        else:
+            html = await self._run_now_fragment(run)
+        if html:
+            await self.send(text_data=html)
+
+    @database_sync_to_async
+    def _run_now_fragment(self, run: dict) -> str:
+        from .models import Schedule
+        from .rows import build_rows
+
+        schedule = Schedule.objects.filter(pk=run["schedule_id"]).first()
+        if schedule is None:
+            return ""
+        (row,) = build_rows([schedule], self.scope["user"])
+        template = "schedules/list.html#row" if self.view == "list" else "schedules/_run_now.html"
+        return render_to_string(template, {"row": row, "oob": True, "event": run})
+
+
+def _as_run(payload: dict) -> SimpleNamespace:
+    """An event payload shaped like a Run for the shared row template."""
+    times = {
+        key: datetime.fromisoformat(payload[key]) if payload.get(key) else None
+        for key in ("queued_at", "started_at", "finished_at")
+    }
+    at = times["finished_at"] or times["started_at"] or times["queued_at"]
+    return SimpleNamespace(**{**payload, **times, "at": at, "schedule_code": payload["code"]})
+
+
+@database_sync_to_async
+def _can_view(user) -> bool:
+    return user.has_perm(VIEW)

@@ -1,5 +1,9 @@
-"""Websocket routes. The live-log consumers arrive with the dashboard."""
+"""Websocket routes."""
 
 from __future__ import annotations
 
-websocket_urlpatterns: list = []
+from django.urls import path
+
+from .consumers import RunEventsConsumer
+
+websocket_urlpatterns = [path("ws/runs/", RunEventsConsumer.as_asgi())]

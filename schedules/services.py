@@ -136,6 +136,30 @@ def schedule_create(
     return schedule
 
 
+def schedule_update(
+    *, schedule: Schedule, trigger: dict | str, now: datetime | None = None, **fields: object
+) -> Schedule:
+    """Save an edited schedule; a changed trigger moves the next slot (from now)."""
+    parsed = normalize_trigger(trigger, code=schedule.code)
+    spec = parsed.to_spec()
+    changed = spec != schedule.trigger
+    for name, value in fields.items():
+        setattr(schedule, name, value)
+    schedule.trigger = spec
+    schedule.source = ScheduleSource.OPERATOR
+    if changed and schedule.status == ScheduleStatus.ACTIVE:
+        schedule.next_run_at = parsed.next_fire(now or timezone.now())
+    schedule.full_clean()
+    schedule.save()
+    wake_schedulers()
+    return schedule
+
+
+def schedule_delete(*, schedule: Schedule) -> None:
+    """Delete a schedule; its runs stay in the log (with code and task name)."""
+    schedule.delete()
+
+
 def sync_code_defaults(*, tasks: Registry = registry, now: datetime | None = None) -> list[str]:
     """Create the missing record of every code default; an existing record always wins."""
     now = now or timezone.now()

@@ -2,9 +2,32 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import views
+from .views import (
+    health,
+    live,
+    schedule_actions,
+    schedule_detail,
+    schedule_edit,
+    schedule_list,
+    task_list,
+)
 
 urlpatterns = [
-    path("", views.home, name="home"),
-    path("health/", views.health, name="health"),
+    path("", schedule_list.schedule_list, name="home"),
+    path("health/", health.health, name="health"),
+    path("schedules/new/", schedule_edit.schedule_create, name="schedule-create"),
+    path("schedules/bulk/", schedule_actions.bulk_action, name="schedule-bulk"),
+    path("schedules/trigger-editor/", schedule_edit.trigger_editor, name="trigger-editor"),
+    path("schedules/preview/", schedule_edit.trigger_preview, name="trigger-preview"),
+    path("schedules/<int:pk>/", schedule_detail.schedule_detail, name="schedule-detail"),
+    path("schedules/<int:pk>/edit/", schedule_edit.schedule_edit, name="schedule-edit"),
+    path("schedules/<int:pk>/run/", schedule_actions.schedule_run_now, name="schedule-run"),
+    path("schedules/<int:pk>/delete/", schedule_actions.schedule_delete, name="schedule-delete"),
+    path(
+        "schedules/<int:pk>/<slug:action>/",
+        schedule_actions.schedule_action,
+        name="schedule-action",
+    ),
+    path("live/", live.live_log, name="live-log"),
+    path("tasks/", task_list.task_list, name="task-list"),
 ]

@@ -1,20 +1,12 @@
-"""Dashboard views: thin wrappers over the timing engine and service functions."""
-
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_not_required
-from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import render
+from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
-from .health import health_report
-
-
-@require_GET
-def home(request: HttpRequest) -> HttpResponse:
-    return render(request, "schedules/home.html")
+from ..health import health_report
 
 
 @login_not_required

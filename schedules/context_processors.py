@@ -1,0 +1,35 @@
+"""Banners on every page: no scheduler alive, duplicates, orphans, failed imports."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest
+from django.utils import timezone
+
+from . import flags
+from .conf import setting
+from .models import Schedule
+from .registry import registry
+from .scheduler.store import alive_instances
+
+
+def banners(request: HttpRequest) -> dict:
+    if not request.user.is_authenticated or request.headers.get("HX-Request"):
+        return {}
+    found = []
+    now = timezone.now()
+    if not alive_instances(now=now, stale_after=setting("SILLO_STALE_AFTER")).exists():
+        found.append(
+            ("danger", "No scheduler is running: nothing fires, and runs you start stay queued. "
+             "Start one with `manage.py runscheduler`.")
+        )  # fmt: skip
+    duplicates = sorted(registry.duplicate_names())
+    if duplicates:
+        found.append(
+            ("warning", f"Tasks declared more than once (never run): {', '.join(duplicates)}")
+        )
+    for module, error in sorted(registry.failed_imports.items()):
+        found.append(("warning", f"Task module {module} failed to import: {error}"))
+    orphans = flags.with_flag(Schedule.objects.all(), "orphan").count()
+    if orphans:
+        found.append(("warning", f"{orphans} schedule(s) name a task no code declares (orphans)."))
+    return {"banners": found}

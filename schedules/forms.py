@@ -1,0 +1,78 @@
+"""The schedule form: task, kwargs (validated against the task's signature), options."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from zoneinfo import available_timezones
+
+from django import forms
+
+from .models import Misfire, Overlap, Schedule
+from .registry import registry
+
+ZONES = sorted(available_timezones())
+
+
+class ScheduleForm(forms.ModelForm):
+    kwargs = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false"}),
+        required=False,
+        help_text="A JSON object: the keyword arguments the task receives.",
+    )
+    task_name = forms.ChoiceField(choices=())
+
+    class Meta:
+        model = Schedule
+        fields = [
+            "code", "task_name", "kwargs", "tz", "timeout", "max_attempts", "retry_delay",
+            "max_instances", "overlap", "misfire", "misfire_grace", "priority",
+        ]  # fmt: skip
+        widgets = {
+            "overlap": forms.Select(choices=Overlap.choices),
+            "misfire": forms.Select(choices=Misfire.choices),
+        }
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        names = sorted(registry.runnable_names())
+        current = self.instance.task_name if self.instance.pk else None
+        if current and current not in names:
+            names.append(current)  # an orphan keeps its name until changed
+        self.fields["task_name"].choices = [(n, n) for n in names]
+        if self.instance.pk:
+            self.fields["code"].disabled = True
+            self.initial["kwargs"] = json.dumps(self.instance.kwargs, indent=2, ensure_ascii=False)
+        else:
+            self.initial.setdefault("kwargs", "{}")
+        self.fields["tz"].widget = forms.TextInput(attrs={"list": "zones"})
+        self.fields["tz"].required = False
+        self.fields["tz"].help_text = "Zone to show times in; empty: the trigger's zone."
+        if not self.instance.pk:
+            self.initial["tz"] = ""
+
+    def clean_tz(self) -> str:
+        tz = self.cleaned_data["tz"]
+        if tz and tz not in ZONES and tz != "UTC":
+            raise forms.ValidationError(f"unknown time zone '{tz}'")
+        return tz
+
+    def clean_kwargs(self) -> dict:
+        text = self.cleaned_data.get("kwargs") or "{}"
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise forms.ValidationError(f"not valid JSON: {exc.msg} (line {exc.lineno})") from None
+        if not isinstance(value, dict):
+            raise forms.ValidationError('must be a JSON object, such as {"region": "eu"}')
+        return value
+
+    def clean(self) -> dict:
+        data = super().clean()
+        declaration = registry.get(data.get("task_name") or "")
+        if declaration is not None and isinstance(data.get("kwargs"), dict):
+            try:
+                inspect.signature(declaration.func).bind(**data["kwargs"])
+            except TypeError as exc:
+                self.add_error("kwargs", f"does not fit {declaration.name}: {exc}")
+        return data

@@ -1,0 +1,213 @@
+"""The trigger builder: nested form fields <-> trigger specs, with errors per node.
+
+Field names carry the node's path: the root is `t`, its children `t-0`,
+`t-1`, theirs `t-0-0`, and so on; each node has `<path>-kind` and the fields of
+its kind. Adding or removing a child re-renders the editor from the posted
+fields, so nothing the operator typed is lost.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .timing import InvalidTrigger, trigger_from_spec
+
+ROOT = "t"
+KINDS = [
+    ("cron", "Cron expression"),
+    ("interval", "Every …"),
+    ("date", "Once, at a date"),
+    ("any", "Any of (OR)"),
+    ("all", "All of (AND)"),
+]
+UNITS = {"seconds": 1, "minutes": 60, "hours": 3600, "days": 86400}
+MAX_CHILDREN = 20
+
+
+@dataclass
+class Node:
+    prefix: str
+    kind: str = "cron"
+    values: dict = field(default_factory=dict)
+    children: list[Node] = field(default_factory=list)
+    error: str = ""
+
+    @property
+    def is_compound(self) -> bool:
+        return self.kind in ("any", "all")
+
+    @property
+    def depth(self) -> int:
+        return self.prefix.count("-")
+
+
+def node_from_spec(spec: dict | None, prefix: str = ROOT) -> Node:
+    spec = spec or {"kind": "cron", "expression": "0 9 * * 1-5", "tz": "UTC"}
+    kind = spec.get("kind")
+    if kind == "compound":
+        return Node(
+            prefix,
+            spec.get("mode", "any"),
+            children=[
+                node_from_spec(child, f"{prefix}-{i}")
+                for i, child in enumerate(spec.get("children", []))
+            ],
+        )
+    if kind == "interval":
+        every = float(spec.get("every", 3600))
+        unit = next((u for u in ("days", "hours", "minutes") if every % UNITS[u] == 0), "seconds")
+        values = {
+            "every": f"{every / UNITS[unit]:g}",
+            "unit": unit,
+            "jitter": f"{float(spec.get('jitter', 0)):g}",
+            "anchor": spec.get("anchor", ""),
+        }
+        return Node(prefix, "interval", values)
+    if kind == "date":
+        at = str(spec.get("at", ""))
+        return Node(prefix, "date", {"at": at[:16], "tz": spec.get("tz", "UTC")})
+    return Node(
+        prefix, "cron", {"expression": spec.get("expression", ""), "tz": spec.get("tz", "UTC")}
+    )
+
+
+def node_from_data(data, prefix: str = ROOT, depth: int = 0) -> Node:
+    kind = data.get(f"{prefix}-kind", "cron")
+    if kind not in dict(KINDS):
+        kind = "cron"
+    node = Node(prefix, kind)
+    if node.is_compound and depth < 32:
+        count = _int(data.get(f"{prefix}-count"), 0)
+        node.children = [
+            node_from_data(data, f"{prefix}-{i}", depth + 1)
+            for i in range(min(count, MAX_CHILDREN))
+        ]
+    else:
+        for name in ("every", "unit", "jitter", "anchor", "expression", "tz", "at"):
+            value = data.get(f"{prefix}-{name}")
+            if value is not None:
+                node.values[name] = value.strip()
+    return node
+
+
+def apply_op(root: Node, op: str) -> Node:
+    """'add:<prefix>' appends a child; 'remove:<prefix>' drops that node."""
+    action, _, target = op.partition(":")
+    if action == "kind":
+        _seed_compounds(root)
+    elif action == "add":
+        parent = _find(root, target)
+        if parent is not None and parent.is_compound and len(parent.children) < MAX_CHILDREN:
+            parent.children.append(Node(f"{parent.prefix}-{len(parent.children)}"))
+    elif action == "remove" and "-" in target:
+        parent = _find(root, target.rsplit("-", 1)[0])
+        if parent is not None:
+            parent.children = [c for c in parent.children if c.prefix != target]
+    _renumber(root)
+    return root
+
+
+def _seed_compounds(node: Node) -> None:
+    """A node just switched to any/all starts with one child to fill in."""
+    if node.is_compound and not node.children:
+        node.children.append(Node(f"{node.prefix}-0"))
+    for child in node.children:
+        _seed_compounds(child)
+
+
+def flatten(node: Node) -> list[Node]:
+    nodes = [node]
+    for child in node.children:
+        nodes += flatten(child)
+    return nodes
+
+
+def _find(node: Node, prefix: str) -> Node | None:
+    if node.prefix == prefix:
+        return node
+    for child in node.children:
+        found = _find(child, prefix)
+        if found is not None:
+            return found
+    return None
+
+
+def _renumber(node: Node) -> None:
+    for i, child in enumerate(node.children):
+        new_prefix = f"{node.prefix}-{i}"
+        if child.prefix != new_prefix:
+            child.prefix = new_prefix
+        _renumber(child)
+
+
+def spec_from_node(node: Node) -> dict | None:
+    """The spec of a node tree; sets `error` on each node that is wrong. None if any is."""
+    spec = _spec(node)
+    if spec is None:
+        return None
+    try:
+        trigger_from_spec(spec)
+    except InvalidTrigger as exc:
+        node.error = str(exc).removeprefix("trigger: ")
+        return None
+    return spec
+
+
+def _spec(node: Node) -> dict | None:
+    if node.is_compound:
+        if not node.children:
+            node.error = f"'{node.kind}' needs at least one trigger inside"
+            return None
+        children = [_spec(child) for child in node.children]
+        if any(child is None for child in children):
+            return None
+        spec = {"kind": "compound", "mode": node.kind, "children": children}
+        if node.kind == "all":
+            try:
+                trigger_from_spec(spec)
+            except InvalidTrigger as exc:
+                node.error = str(exc).removeprefix("trigger: ")
+                return None
+        return spec
+    v = node.values
+    if node.kind == "interval":
+        try:
+            every = float(v.get("every") or "") * UNITS.get(v.get("unit", "seconds"), 1)
+        except ValueError:
+            node.error = "every: enter a number"
+            return None
+        try:
+            jitter = float(v.get("jitter") or 0)
+        except ValueError:
+            node.error = "jitter: enter a number of seconds"
+            return None
+        spec = {"kind": "interval", "every": every, "jitter": jitter}
+        if v.get("anchor"):
+            spec["anchor"] = v["anchor"]
+    elif node.kind == "date":
+        if not v.get("at"):
+            node.error = "at: enter a date and time"
+            return None
+        spec = {"kind": "date", "at": v["at"], "tz": v.get("tz") or "UTC"}
+    else:
+        spec = {"kind": "cron", "expression": v.get("expression", ""), "tz": v.get("tz") or "UTC"}
+    try:
+        trigger_from_spec(spec)
+    except InvalidTrigger as exc:
+        node.error = str(exc).removeprefix("trigger: ")
+        return None
+    return spec
+
+
+def all_errors(node: Node) -> list[Node]:
+    found = [node] if node.error else []
+    for child in node.children:
+        found += all_errors(child)
+    return found
+
+
+def _int(value: object, default: int) -> int:
+    try:
+        return int(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return default

@@ -1,0 +1,117 @@
+"""Create and edit schedules, with the trigger builder and a live preview."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.utils import timezone
+from django.views.decorators.http import require_http_methods, require_POST
+
+from .. import access, services
+from ..forms import ZONES, ScheduleForm
+from ..registry import registry
+from ..timing import InvalidTrigger, trigger_from_spec
+from ..timing.zones import get_zone
+from ..trigger_form import (
+    KINDS,
+    UNITS,
+    apply_op,
+    flatten,
+    node_from_data,
+    node_from_spec,
+    spec_from_node,
+)
+
+
+def _page(request, form, node, schedule=None, status=200) -> HttpResponse:
+    context = {"form": form, "node": node, "schedule": schedule, "kinds": KINDS,
+               "units": list(UNITS), "zones": ZONES}  # fmt: skip
+    return TemplateResponse(request, "schedules/edit.html", context, status=status)
+
+
+@require_http_methods(["GET", "POST"])
+def schedule_create(request: HttpRequest) -> HttpResponse:
+    access.require(request, access.VIEW)
+    access.require(request, access.ADD)
+    if request.method == "GET":
+        initial = {}
+        task = registry.get(request.GET.get("task", ""))
+        spec = None
+        if task is not None:
+            initial = {"task_name": task.name, "code": task.name.replace(".", "-")}
+            if task.default_trigger is not None:
+                spec = task.default_trigger.to_spec()
+        return _page(request, ScheduleForm(initial=initial), node_from_spec(spec))
+    form = ScheduleForm(request.POST)
+    node = node_from_data(request.POST)
+    spec = spec_from_node(node)
+    if form.is_valid() and spec is not None:
+        data = {**form.cleaned_data, "tz": form.cleaned_data["tz"] or spec.get("tz", "UTC")}
+        try:
+            schedule = services.schedule_create(trigger=spec, **data)
+        except InvalidTrigger as exc:
+            node.error = str(exc)
+        else:
+            return redirect("schedule-detail", pk=schedule.pk)
+    return _page(request, form, node, status=422)
+
+
+@require_http_methods(["GET", "POST"])
+def schedule_edit(request: HttpRequest, pk: int) -> HttpResponse:
+    schedule = access.schedule_for(request, pk, access.CHANGE)
+    if request.method == "GET":
+        return _page(
+            request, ScheduleForm(instance=schedule), node_from_spec(schedule.trigger), schedule
+        )
+    form = ScheduleForm(request.POST, instance=schedule)
+    node = node_from_data(request.POST)
+    spec = spec_from_node(node)
+    if form.is_valid() and spec is not None:
+        fields = {k: v for k, v in form.cleaned_data.items() if k != "code"}
+        fields["tz"] = fields["tz"] or spec.get("tz", "UTC")
+        try:
+            services.schedule_update(schedule=form.instance, trigger=spec, **fields)
+        except InvalidTrigger as exc:
+            node.error = str(exc)
+        else:
+            return redirect("schedule-detail", pk=schedule.pk)
+    return _page(request, form, node, schedule, status=422)
+
+
+@require_POST
+def trigger_editor(request: HttpRequest) -> HttpResponse:
+    """Re-render the builder after adding, removing or re-kinding a node, and its preview."""
+    access.require(request, access.VIEW)
+    node = apply_op(node_from_data(request.POST), request.POST.get("op", ""))
+    context = {"kinds": KINDS, "units": list(UNITS), "zones": ZONES, "oob": True}
+    context.update(_preview_context(request, node))
+    return TemplateResponse(request, "schedules/_editor_response.html", context)
+
+
+@require_POST
+def trigger_preview(request: HttpRequest) -> HttpResponse:
+    """Human text and the next fire times as the operator types; errors per node."""
+    access.require(request, access.VIEW)
+    context = _preview_context(request, node_from_data(request.POST))
+    return TemplateResponse(request, "schedules/_preview.html", context)
+
+
+def _preview_context(request: HttpRequest, node) -> dict:
+    spec = spec_from_node(node)
+    context = {"node": node, "nodes": flatten(node), "times": [], "text": ""}
+    if spec is None:
+        return context
+    trigger = trigger_from_spec(spec)
+    try:
+        zone = get_zone(request.POST.get("tz") or "UTC")
+    except InvalidTrigger:
+        zone = get_zone("UTC")
+    operator = timezone.get_current_timezone()
+    context["text"] = trigger.describe()
+    zone = getattr(trigger, "zone", None) or zone
+    context["times"] = [
+        (t.astimezone(zone), t.astimezone(operator)) for t in trigger.preview(10, timezone.now())
+    ]
+    context["zone"] = zone.key
+    return context

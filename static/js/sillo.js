@@ -1,0 +1,40 @@
+// Sillo Dash: small helpers around htmx. No framework.
+(function () {
+  "use strict";
+
+  // Tell the server the operator's zone, so pages show times in it.
+  var zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+  if (zone && document.cookie.indexOf("tz=" + zone) === -1) {
+    document.cookie = "tz=" + zone + "; path=/; max-age=31536000; SameSite=Lax";
+  }
+
+  function human(seconds) {
+    var s = Math.abs(Math.round(seconds));
+    if (s < 60) return s + "s";
+    if (s < 3600) return Math.floor(s / 60) + "m " + (s % 60) + "s";
+    if (s < 86400) return Math.floor(s / 3600) + "h " + Math.floor((s % 3600) / 60) + "m";
+    return Math.floor(s / 86400) + "d " + Math.floor((s % 86400) / 3600) + "h";
+  }
+
+  function tick() {
+    var now = Date.now();
+    document.querySelectorAll("time[data-relative]").forEach(function (el) {
+      var delta = (Date.parse(el.getAttribute("datetime")) - now) / 1000;
+      el.textContent = delta >= 0 ? "in " + human(delta) : human(delta) + " ago";
+    });
+    document.querySelectorAll("[data-elapsed-since]").forEach(function (el) {
+      el.textContent = human((now - Date.parse(el.getAttribute("data-elapsed-since"))) / 1000);
+    });
+  }
+
+  function socketState(text, level) {
+    var el = document.getElementById("ws-state");
+    if (el) { el.textContent = text; el.className = "badge " + level; }
+  }
+
+  document.addEventListener("DOMContentLoaded", tick);
+  document.addEventListener("htmx:afterSettle", tick);
+  document.addEventListener("htmx:wsOpen", function () { socketState("live", "s-succeeded"); });
+  document.addEventListener("htmx:wsClose", function () { socketState("reconnecting…", "s-failed"); });
+  setInterval(tick, 1000);
+})();
