@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from .models import Run, RunReason, RunStatus, Schedule, ScheduleSource, ScheduleStatus
 from .registry import Registry, TaskDeclaration, registry
-from .timing import Interval, InvalidTrigger, Trigger, trigger_from_spec
+from .timing import InvalidTrigger, Trigger, trigger_from_spec
 
 logger = logging.getLogger(__name__)
 
@@ -100,11 +100,17 @@ def next_slot(schedule: Schedule, *, after: datetime) -> datetime | None:
 
 
 def normalize_trigger(spec: dict | str, *, code: str) -> Trigger:
-    """Parse a spec; intervals without a seed are seeded with the schedule code."""
+    """Parse a spec; intervals without a seed (at any depth) are seeded with the code."""
     trigger = trigger_from_spec(spec)
-    if isinstance(trigger, Interval) and not trigger.seed:
-        trigger = Interval(trigger.every, trigger.jitter, trigger.anchor, seed=code)
-    return trigger
+    return trigger_from_spec(_seeded(trigger.to_spec(), code))
+
+
+def _seeded(spec: dict, code: str) -> dict:
+    if spec["kind"] == "interval" and not spec.get("seed"):
+        return {**spec, "seed": code}
+    if spec["kind"] == "compound":
+        return {**spec, "children": [_seeded(child, code) for child in spec["children"]]}
+    return spec
 
 
 def schedule_create(

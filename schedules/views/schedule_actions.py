@@ -6,12 +6,15 @@ from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from .. import access, services
+from ..conf import setting
 from ..models import Schedule
 from ..rows import build_rows
+from ..scheduler.store import alive_instances
 
 ACTIONS = {
     "pause": (access.OPERATE, services.schedule_pause),
@@ -70,9 +73,10 @@ def schedule_run_now(request: HttpRequest, pk: int) -> HttpResponse:
             messages.error(request, error)
         return redirect("schedule-detail", pk=pk)
     (row,) = build_rows([schedule], request.user)
-    return TemplateResponse(
-        request, "schedules/_run_now.html", {"row": row, "run_error": error, "fresh": True}
-    )
+    stale_after = setting("SILLO_STALE_AFTER")
+    no_scheduler = not alive_instances(now=timezone.now(), stale_after=stale_after).exists()
+    context = {"row": row, "run_error": error, "no_scheduler": no_scheduler}
+    return TemplateResponse(request, "schedules/_run_now.html", context)
 
 
 @require_POST

@@ -1,0 +1,173 @@
+"""The schedules list: who sees what, actions in place, filters, pagination, query count."""
+
+from __future__ import annotations
+
+import pytest
+
+from schedules.models import Run, RunStatus, Schedule
+from tests.scheduler.conftest import every, make_schedule
+
+from .conftest import HX
+
+pytestmark = pytest.mark.django_db
+
+
+def test_it_requires_login(client, schedule) -> None:
+    response = client.get("/")
+    assert response.status_code == 302
+    assert response["Location"] == "/login/?next=/"
+
+
+def test_it_requires_the_view_permission(client, stranger, schedule) -> None:
+    client.force_login(stranger)
+    assert client.get("/").status_code == 403
+
+
+def test_a_viewer_sees_rows_but_no_operate_buttons(client, viewer, schedule) -> None:
+    client.force_login(viewer)
+    response = client.get("/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "nightly" in html and "At 03:00, UTC" in html
+    for button in ("Run now", ">Pause<", ">Cancel<", ">Delete<", "New schedule"):
+        assert button not in html
+
+
+def test_an_operator_sees_operate_buttons_but_not_delete(client, operator, schedule) -> None:
+    client.force_login(operator)
+    html = client.get("/").content.decode()
+    assert "Run now" in html and ">Pause<" in html and ">Cancel<" in html
+    assert ">Delete<" not in html
+
+
+def test_orphans_and_duplicates_are_flagged_with_the_reason(client, viewer, orphan) -> None:
+    client.force_login(viewer)
+    html = client.get("/").content.decode()
+    assert "ORPHAN" in html
+    assert "No code declares task &#x27;no.such.task&#x27;" in html
+    assert "schedule(s) name a task no code declares" in html  # the banner
+
+
+def test_a_viewer_posting_anyway_gets_403_and_nothing_changes(client, viewer, schedule) -> None:
+    client.force_login(viewer)
+    assert client.post(f"/schedules/{schedule.pk}/pause/", **HX).status_code == 403
+    assert client.post(f"/schedules/{schedule.pk}/run/", **HX).status_code == 403
+    schedule.refresh_from_db()
+    assert schedule.status == "active"
+    assert not Run.objects.exists()
+
+
+def test_pause_swaps_the_row_in_place(client, operator, schedule) -> None:
+    client.force_login(operator)
+    response = client.post(f"/schedules/{schedule.pk}/pause/", **HX)
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert html.strip().startswith(f'<tr id="schedule-row-{schedule.pk}"')
+    assert ">Resume<" in html and ">Pause<" not in html
+    schedule.refresh_from_db()
+    assert schedule.status == "paused"
+
+
+def test_a_refused_transition_shows_its_reason(client, operator, schedule) -> None:
+    client.force_login(operator)
+    response = client.post(f"/schedules/{schedule.pk}/resume/", **HX)
+    assert response.status_code == 200
+    assert "cannot resume schedule &#x27;nightly&#x27;: it is active" in response.content.decode()
+
+
+def test_without_htmx_actions_redirect(client, operator, schedule) -> None:
+    client.force_login(operator)
+    response = client.post(f"/schedules/{schedule.pk}/pause/")
+    assert response.status_code == 302
+    assert response["Location"] == f"/schedules/{schedule.pk}/"
+
+
+def test_run_now_queues_and_says_no_scheduler_is_running(client, operator, schedule) -> None:
+    client.force_login(operator)
+    response = client.post(f"/schedules/{schedule.pk}/run/", **HX)
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "queued" in html and "no scheduler is running" in html
+    run = Run.objects.get()
+    assert (run.status, run.reason, run.requested_by) == (RunStatus.QUEUED, "manual", operator)
+
+
+def test_run_now_is_refused_for_an_orphan(client, operator, orphan) -> None:
+    client.force_login(operator)
+    response = client.post(f"/schedules/{orphan.pk}/run/", **HX)
+    assert "is not declared (orphan)" in response.content.decode()
+    assert not Run.objects.exists()
+
+
+def test_run_now_is_disabled_while_max_instances_are_in_flight(client, operator, schedule) -> None:
+    Run.objects.create(
+        schedule=schedule, schedule_code="nightly", task_name="test.echo", reason="manual",
+        status=RunStatus.RUNNING,
+    )  # fmt: skip
+    client.force_login(operator)
+    html = client.get("/").content.decode()
+    assert 'disabled title="Run now is refused: 1 run(s) in flight (max_instances=1)"' in html
+
+
+def test_delete_needs_the_delete_permission(client, operator, editor, schedule) -> None:
+    client.force_login(operator)
+    assert client.post(f"/schedules/{schedule.pk}/delete/", **HX).status_code == 403
+    client.force_login(editor)
+    assert client.post(f"/schedules/{schedule.pk}/delete/", **HX).status_code == 200
+    assert not Schedule.objects.exists()
+
+
+def test_bulk_actions(client, operator) -> None:
+    a = make_schedule("a", "test.echo", every(60))
+    b = make_schedule("b", "test.echo", every(60))
+    client.force_login(operator)
+    response = client.post("/schedules/bulk/", {"action": "pause", "selected": [a.pk, b.pk]}, **HX)
+    assert response.status_code == 200
+    assert set(Schedule.objects.values_list("status", flat=True)) == {"paused"}
+    client.post("/schedules/bulk/", {"action": "run", "selected": [a.pk]}, **HX)
+    assert Run.objects.filter(schedule=a).count() == 1
+
+
+def test_search_and_filters(client, viewer, orphan) -> None:
+    make_schedule("reports-eu", "test.echo", every(60))
+    paused = make_schedule("reports-us", "test.echo", every(60))
+    paused.status = "paused"
+    paused.save()
+    client.force_login(viewer)
+
+    def codes(query: str) -> list[str]:
+        html = client.get(f"/?{query}", **HX).content.decode()
+        return [code for code in ("reports-eu", "reports-us", "ghost") if f">{code}<" in html]
+
+    assert codes("q=reports") == ["reports-eu", "reports-us"]
+    assert codes("status=paused") == ["reports-us"]
+    assert codes("flag=orphan") == ["ghost"]
+    assert codes("outcome=never&q=eu") == ["reports-eu"]
+
+
+def test_pagination(client, viewer) -> None:
+    for i in range(120):
+        make_schedule(f"s{i:03d}", "test.echo", every(60))
+    client.force_login(viewer)
+    html = client.get("/?page=3").content.decode()
+    assert "Page 3 of 3" in html and ">s100<" in html and ">s099<" not in html
+
+
+def test_the_list_costs_the_same_queries_for_10_or_50_rows(
+    client, operator, django_assert_num_queries
+) -> None:
+    for i in range(10):
+        make_schedule(f"a{i}", "test.echo", every(60))
+    client.force_login(operator)
+    client.get("/")  # warm caches (content types, permissions)
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as small:
+        client.get("/")
+    for i in range(40):
+        make_schedule(f"b{i}", "test.echo", every(60))
+    with CaptureQueriesContext(connection) as large:
+        client.get("/")
+    assert len(small) == len(large)
+    assert len(large) <= 12

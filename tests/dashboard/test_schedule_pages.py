@@ -1,0 +1,205 @@
+"""The schedule page, create and edit with the trigger builder, tasks page, live log, admin."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from schedules.models import Run, RunStatus, Schedule
+from tests.scheduler.conftest import every, make_schedule
+
+from .conftest import HX
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_schedule_page_shows_spec_times_chart_and_escaped_tracebacks(
+    client, viewer, schedule
+) -> None:
+    Run.objects.create(
+        schedule=schedule, schedule_code="nightly", task_name="test.echo", reason="scheduled",
+        status=RunStatus.FAILED, error="ValueError: <script>alert(1)</script>",
+        traceback="Traceback ...\n<script>alert(1)</script>",
+        started_at=schedule.created_at, finished_at=schedule.created_at,
+    )  # fmt: skip
+    client.force_login(viewer)
+    response = client.get(f"/schedules/{schedule.pk}/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert html.count("03:00:00") >= 10  # next fire times
+    assert '<svg class="chart"' in html and 'class="bar s-failed"' in html
+    assert "<script>alert(1)</script>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_an_unknown_schedule_is_404(client, viewer) -> None:
+    client.force_login(viewer)
+    assert client.get("/schedules/999/").status_code == 404
+
+
+def test_create_needs_the_add_permission(client, operator) -> None:
+    client.force_login(operator)
+    assert client.get("/schedules/new/").status_code == 403
+    assert client.post("/schedules/new/", {"code": "x"}).status_code == 403
+
+
+def form(**fields: str) -> dict:
+    data = {
+        "code": "weekday-report", "task_name": "test.echo", "kwargs": '{"region": "eu"}',
+        "tz": "", "timeout": "", "max_attempts": "1", "retry_delay": "10", "max_instances": "1",
+        "overlap": "skip", "misfire": "skip", "misfire_grace": "60", "priority": "0",
+        "t-kind": "cron", "t-expression": "0 9 * * 1-5", "t-tz": "Europe/Berlin",
+    }  # fmt: skip
+    data.update(fields)
+    return data
+
+
+def test_create_a_cron_schedule(client, editor) -> None:
+    client.force_login(editor)
+    response = client.post("/schedules/new/", form())
+    schedule = Schedule.objects.get(code="weekday-report")
+    assert response.status_code == 302
+    assert response["Location"] == f"/schedules/{schedule.pk}/"
+    assert schedule.trigger == {"kind": "cron", "expression": "0 9 * * 1-5", "tz": "Europe/Berlin"}
+    assert schedule.tz == "Europe/Berlin"
+    assert schedule.kwargs == {"region": "eu"}
+    assert schedule.next_run_at is not None
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"t-expression": "0 9 * * 8"}, "day-of-week 8 is out of range 0-7"),
+        ({"t-tz": "Europe/Berln"}, "unknown time zone &#x27;Europe/Berln&#x27;"),
+        ({"kwargs": "{oops"}, "not valid JSON"),
+        ({"kwargs": "[1, 2]"}, "must be a JSON object"),
+        ({"task_name": "test.fail", "kwargs": '{"nope": 1}'}, "does not fit test.fail"),
+        ({"code": "has spaces"}, "Enter a valid “slug”"),
+        ({"t-kind": "interval", "t-every": "0", "t-unit": "minutes"}, "every must be positive"),
+        ({"t-kind": "all", "t-count": "0"}, "needs at least one trigger inside"),
+    ],
+)
+def test_bad_input_gets_field_errors_and_keeps_what_was_typed(client, editor, fields, message):
+    client.force_login(editor)
+    response = client.post("/schedules/new/", form(**fields))
+    assert response.status_code == 422
+    html = response.content.decode()
+    assert message in html
+    assert 'value="weekday-report"' in html or "has spaces" in html
+    assert not Schedule.objects.exists()
+
+
+def test_create_a_nested_compound_schedule(client, editor) -> None:
+    client.force_login(editor)
+    fields = {
+        "t-kind": "any", "t-count": "2",
+        "t-0-kind": "all", "t-0-count": "2",
+        "t-0-0-kind": "cron", "t-0-0-expression": "*/15 * * * *", "t-0-0-tz": "UTC",
+        "t-0-1-kind": "cron", "t-0-1-expression": "* 9-17 * * 1-5", "t-0-1-tz": "UTC",
+        "t-1-kind": "interval", "t-1-every": "2", "t-1-unit": "hours", "t-1-jitter": "30",
+    }  # fmt: skip
+    data = form(**fields)
+    del data["t-expression"], data["t-tz"]
+    response = client.post("/schedules/new/", data)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    trigger = Schedule.objects.get().trigger
+    assert trigger["mode"] == "any"
+    assert trigger["children"][0]["mode"] == "all"
+    assert trigger["children"][1]["every"] == 7200.0
+    assert trigger["children"][1]["seed"] == "weekday-report"
+
+
+def test_the_builder_adds_and_removes_children_keeping_values(client, editor) -> None:
+    client.force_login(editor)
+    added = client.post(
+        "/schedules/trigger-editor/",
+        {"t-kind": "any", "t-count": "1", "t-0-kind": "cron", "t-0-expression": "5 4 * * *",
+         "op": "add:t"},
+        **HX,
+    )  # fmt: skip
+    html = added.content.decode()
+    assert 'name="t-1-kind"' in html and 'value="5 4 * * *"' in html
+    removed = client.post(
+        "/schedules/trigger-editor/",
+        {"t-kind": "any", "t-count": "2", "t-0-kind": "cron", "t-0-expression": "5 4 * * *",
+         "t-1-kind": "cron", "t-1-expression": "7 7 * * *", "op": "remove:t-0"},
+        **HX,
+    )  # fmt: skip
+    html = removed.content.decode()
+    assert 'value="7 7 * * *"' in html and "5 4 * * *" not in html
+    assert 'name="t-0-expression"' in html and 'name="t-1-kind"' not in html
+
+
+def test_the_preview_shows_text_times_and_inline_errors(client, viewer) -> None:
+    client.force_login(viewer)
+    client.cookies["tz"] = "Asia/Tokyo"  # the operator's zone, as the browser reports it
+    good = client.post(
+        "/schedules/preview/",
+        {"t-kind": "cron", "t-expression": "0 9 * * 1-5", "t-tz": "UTC"},
+        **HX,
+    ).content.decode()
+    assert "At 09:00, Monday through Friday, UTC" in good
+    assert good.count("09:00 +0000") == 10
+    assert good.count("18:00 +0900") == 10
+    bad = client.post(
+        "/schedules/preview/", {"t-kind": "cron", "t-expression": "0 9 * *", "t-tz": "UTC"}, **HX
+    ).content.decode()
+    assert 'id="err-t" role="alert" hx-swap-oob="true">cron expression needs 5 fields' in bad
+
+
+def test_edit_changes_the_trigger_and_moves_the_next_slot(client, editor, schedule) -> None:
+    client.force_login(editor)
+    before = schedule.next_run_at
+    data = form(code="nightly", **{"t-expression": "30 4 * * *", "t-tz": "UTC"})
+    response = client.post(f"/schedules/{schedule.pk}/edit/", data)
+    assert response.status_code == 302
+    schedule.refresh_from_db()
+    assert schedule.trigger["expression"] == "30 4 * * *"
+    assert schedule.next_run_at != before
+    assert schedule.source == "operator"
+
+
+def test_the_tasks_page_lists_declarations(client, editor) -> None:
+    client.force_login(editor)
+    html = client.get("/tasks/").content.decode()
+    assert "test.every_hour" in html and "Every 1 hour" in html
+    assert "tests.taskapp.tasks.echo_async" in html
+    assert "/schedules/new/?task=test.echo" in html
+
+
+def test_create_from_a_task_prefills_it(client, editor) -> None:
+    client.force_login(editor)
+    html = client.get("/schedules/new/?task=test.every_hour").content.decode()
+    assert 'value="test-every_hour"' in html
+    assert 'name="t-every" value="1"' in html and "<option selected>hours</option>" in html
+
+
+def test_the_live_log_loads_recent_events(client, viewer, schedule) -> None:
+    for status in ("succeeded", "failed"):
+        Run.objects.create(
+            schedule=schedule, schedule_code="nightly", task_name="test.echo",
+            reason="scheduled", status=status, error="boom" if status == "failed" else "",
+        )  # fmt: skip
+    client.force_login(viewer)
+    html = client.get(f"/live/?schedule={schedule.pk}").content.decode()
+    assert html.count('class="log-row"') == 2
+    assert f"/ws/runs/?view=log&amp;schedule={schedule.pk}" in html
+
+
+def test_admin_actions_call_the_services(client, owner) -> None:
+    schedule = make_schedule("a", "test.echo", every(60))
+    client.force_login(owner)
+    response = client.post(
+        "/admin/schedules/schedule/",
+        {"action": "pause", "_selected_action": [schedule.pk]},
+    )
+    assert response.status_code == 302
+    schedule.refresh_from_db()
+    assert schedule.status == "paused"
+    client.post(
+        "/admin/schedules/schedule/", {"action": "run_now", "_selected_action": [schedule.pk]}
+    )
+    assert Run.objects.get().reason == "manual"
+    assert client.get(f"/admin/schedules/run/{Run.objects.get().pk}/change/").status_code == 200
+    assert json.dumps(schedule.trigger)
