@@ -30,7 +30,7 @@ $(VENV)/.dev: requirements.txt requirements-dev.txt | $(PY)
 run: $(VENV)/.runtime
 	DJANGO_DEBUG=true $(PY) manage.py migrate --noinput
 	DJANGO_DEBUG=true $(PY) manage.py ensureadmin --url http://$(HOST)/
-	$(if $(DEMO),DJANGO_DEBUG=true $(PY) manage.py demo)
+	$(if $(NODEMO),,DJANGO_DEBUG=true $(PY) manage.py demo --if-empty)
 	DJANGO_DEBUG=true $(PY) manage.py runscheduler --serve $(HOST)
 
 lint: $(VENV)/.dev

@@ -34,7 +34,7 @@ def duration_bars(runs: list[Run]) -> tuple[list[Bar], float]:
             Bar(
                 x=PAD + i * step,
                 y=HEIGHT - PAD - height,
-                width=max(1.0, step * 0.8),
+                width=min(max(1.0, step * 0.8), 28.0),
                 height=height,
                 status=run.status,
                 title=f"#{run.pk} {run.status} {seconds:.3f}s",

@@ -47,6 +47,11 @@ class RunEventsConsumer(AsyncWebsocketConsumer):
         self.group = schedule_group(int(schedule)) if schedule.isdigit() else ALL_RUNS_GROUP
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
+        since = (query.get("since") or [""])[0]
+        if self.view == "log" and since:
+            # Events between the page's render and this connect are sent now.
+            for html in await self._log_rows_since(since, schedule):
+                await self.send(text_data=html)
 
     async def disconnect(self, code: int) -> None:
         if hasattr(self, "group"):
@@ -63,6 +68,26 @@ class RunEventsConsumer(AsyncWebsocketConsumer):
             html = await self._run_now_fragment(run)
         if html:
             await self.send(text_data=html)
+
+    @database_sync_to_async
+    def _log_rows_since(self, since: str, schedule: str) -> list[str]:
+        from django.db.models.functions import Coalesce
+
+        from .models import Run
+
+        try:
+            moment = datetime.fromisoformat(since)
+        except ValueError:
+            return []
+        runs = Run.objects.annotate(at=Coalesce("finished_at", "started_at", "queued_at"))
+        runs = runs.filter(at__gt=moment)
+        if schedule.isdigit():
+            runs = runs.filter(schedule_id=int(schedule))
+        recent = list(runs.order_by("-at", "-pk")[:100])
+        return [
+            render_to_string("schedules/_log_row.html", {"run": run, "oob": True})
+            for run in reversed(recent)
+        ]
 
     @database_sync_to_async
     def _run_now_fragment(self, run: dict) -> str:

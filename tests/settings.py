@@ -6,6 +6,8 @@ from sillo_dash.settings import *  # noqa: F403
 from sillo_dash.settings import INSTALLED_APPS
 
 INSTALLED_APPS = [*INSTALLED_APPS, "tests.taskapp"]
+# The browser tests add tests.dupapp, which declares a duplicate task name.
+INSTALLED_APPS += [app for app in os.environ.get("SILLO_EXTRA_APPS", "").split(",") if app]
 
 # End-to-end tests shorten the scheduler's clocks through the environment.
 for _name in ("SILLO_STALE_AFTER", "SILLO_HEARTBEAT_INTERVAL", "SILLO_RESYNC_INTERVAL"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 
 pytestmark = pytest.mark.django_db
 
@@ -18,6 +19,8 @@ def test_home_requires_login(client) -> None:
 def test_home_for_a_logged_in_user(client) -> None:
     user = get_user_model().objects.create_user("ops", password="pw-long-enough-1")
     client.force_login(user)
+    assert client.get("/").status_code == 403  # logged in, but no view permission
+    user.groups.add(Group.objects.get(name="Viewers"))
     response = client.get("/")
     assert response.status_code == 200
     assert b"Sillo Dash" in response.content

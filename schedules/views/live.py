@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db.models.functions import Coalesce
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
+from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from .. import access
@@ -24,6 +25,7 @@ def live_log(request: HttpRequest) -> HttpResponse:
         "-at", "-pk"
     )[:RECENT]
     context = {
+        "since": timezone.now().isoformat(),
         "runs": list(recent),
         "schedules": Schedule.objects.order_by("code").values_list("pk", "code"),
         "selected": int(selected) if selected.isdigit() else None,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
@@ -39,6 +41,8 @@ def schedule_detail(request: HttpRequest, pk: int) -> HttpResponse:
     (row,) = build_rows([schedule], request.user)
     context = {
         "schedule": schedule,
+        "spec_json": json.dumps(schedule.trigger, indent=2, ensure_ascii=False),
+        "kwargs_json": json.dumps(schedule.kwargs, indent=2, ensure_ascii=False),
         "row": row,
         "runs": runs,
         "next_times": next_times,

@@ -184,7 +184,8 @@ def test_the_live_log_loads_recent_events(client, viewer, schedule) -> None:
     client.force_login(viewer)
     html = client.get(f"/live/?schedule={schedule.pk}").content.decode()
     assert html.count('class="log-row"') == 2
-    assert f"/ws/runs/?view=log&amp;schedule={schedule.pk}" in html
+    assert "/ws/runs/?view=log&amp;since=" in html
+    assert f"&amp;schedule={schedule.pk}" in html
 
 
 def test_admin_actions_call_the_services(client, owner) -> None:

@@ -54,3 +54,8 @@ async def hang() -> None:
 @schedules.task("test.every_hour", every=3600)
 def every_hour() -> None:
     """Carries a code default."""
+
+
+@schedules.task("test.twin")
+def twin() -> None:
+    """tests.dupapp declares this name again when it is installed (SILLO_EXTRA_APPS)."""

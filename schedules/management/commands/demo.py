@@ -23,7 +23,14 @@ DEMO = [
 class Command(BaseCommand):
     help = "Create demonstration schedules (idempotent); they fire within a minute."
 
-    def handle(self, *args: object, **options: object) -> None:
+    def add_arguments(self, parser) -> None:
+        parser.add_argument(
+            "--if-empty", action="store_true", help="only on a database without schedules"
+        )
+
+    def handle(self, *args: object, if_empty: bool = False, **options: object) -> None:
+        if if_empty and Schedule.objects.exists():
+            return
         created = 0
         for code, task_name, trigger, kwargs, extra in DEMO:
             if Schedule.objects.filter(code=code).exists():

@@ -1,0 +1,110 @@
+"""A real `runscheduler --serve` (daphne + scheduler) and Debian's Chromium."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import Site
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    if CHROMIUM:
+        return
+    for item in items:
+        if "tests/browser" in str(item.fspath):
+            item.add_marker(
+                pytest.mark.skip(reason="no chromium on this machine (apt-get install chromium)")
+            )
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    # A test tool's own browser download cannot work here: use the system one.
+    return {
+        **browser_type_launch_args,
+        "executable_path": CHROMIUM,
+        "args": [
+            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        ],
+    }  # fmt: skip
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """The product as `make run` starts it, on a throwaway database, with test users."""
+    site = Site(tmp_path_factory.mktemp("browser"))
+    site.env["SILLO_EXTRA_APPS"] = "tests.dupapp"
+    site.env["DJANGO_SECURE_COOKIES"] = "false"  # plain http on 127.0.0.1
+    site.manage("collectstatic", "--noinput", "-v0")
+    site.python(
+        "from django.contrib.auth.models import Group, User\n"
+        "for name, group in (('operator', 'Editors'), ('viewer', 'Viewers')):\n"
+        "    u = User.objects.create_user(name, password='a-long-test-password')\n"
+        "    u.groups.add(Group.objects.get(name=group))\n"
+    )
+    site.schedules(
+        [
+            ("slow-report", "test.sleep", {"kind": "interval", "every": 3600},
+             {"kwargs": {"seconds": 1.5}}),
+            ("ghost", "no.such.task", {"kind": "interval", "every": 60}, {}),
+            ("twin", "test.twin", {"kind": "interval", "every": 60}, {}),
+        ]
+    )  # fmt: skip
+    port = free_port()
+    process = site.start("--serve", f"127.0.0.1:{port}")
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            urllib.request.urlopen(f"{url}/login/", timeout=2)
+            break
+        except OSError:
+            if time.monotonic() > deadline or process.poll() is not None:
+                raise RuntimeError(f"server did not start:\n{site.logs()}") from None
+            time.sleep(0.2)
+    site.url = url
+    yield site
+    site.stop(process)
+
+
+def log_in(page, server, username: str) -> None:
+    page.goto(f"{server.url}/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", "a-long-test-password")
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{server.url}/")
+
+
+def htmx_idle(page) -> None:
+    """Wait until htmx has swapped and settled: new content gets its handlers on settle."""
+    page.wait_for_function(
+        "document.querySelectorAll('.htmx-request, .htmx-swapping, .htmx-settling, .htmx-added')"
+        ".length === 0"
+    )
+    page.wait_for_timeout(50)
+
+
+@pytest.fixture
+def artifacts() -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    return ARTIFACTS
+
+
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")

@@ -1,0 +1,121 @@
+"""The dashboard in a real browser against a real daphne + scheduler process."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from .conftest import htmx_idle, log_in
+
+pytestmark = pytest.mark.slow
+
+
+def test_an_anonymous_visitor_is_sent_to_login(page, server) -> None:
+    page.goto(f"{server.url}/")
+    expect(page).to_have_url(re.compile(r"/login/\?next=/$"))
+
+
+def test_create_a_cron_schedule_with_live_preview_and_inline_errors(page, server) -> None:
+    log_in(page, server, "operator")
+    page.goto(f"{server.url}/schedules/new/")
+    page.fill("#id_code", "weekday-digest")
+    page.select_option("#id_task_name", "test.echo")
+    expression = page.get_by_test_id("cron-expression")
+    expression.fill("0 9 * * 1-5")
+    expect(page.get_by_test_id("preview-text")).to_have_text("At 09:00, Monday through Friday, UTC")
+    expression.fill("30 7 * * 6")
+    expect(page.get_by_test_id("preview-text")).to_have_text("At 07:30, only on Saturday, UTC")
+    expression.fill("0 9 * * 8")
+    expect(page.locator("#err-t")).to_have_text("day-of-week 8 is out of range 0-7")
+    expression.fill("0 9 * * 5")
+    expect(page.locator("#err-t")).to_be_empty()
+    page.click("button[type=submit]:has-text('Save')")
+    expect(page.locator("h1")).to_contain_text("weekday-digest")
+    expect(page.locator("dl.spec")).to_contain_text("At 09:00, only on Friday, UTC")
+
+
+def test_run_now_shows_queued_running_and_the_outcome_live(page, server, artifacts) -> None:
+    log_in(page, server, "operator")
+    page.click("a.code:has-text('slow-report')")
+    state = page.get_by_test_id("run-state")
+    page.click("button:has-text('Run now')")
+    expect(state).to_contain_text(re.compile("queued|running"))
+    expect(state).to_contain_text("running", timeout=5000)
+    expect(state).to_contain_text("succeeded", timeout=10000)
+    expect(state).to_contain_text(re.compile(r"in \d+ ms"))
+    page.reload()
+    page.screenshot(path=str(artifacts / "schedule-page.png"), full_page=True)
+
+
+def test_pause_and_resume_change_the_row(page, server) -> None:
+    log_in(page, server, "operator")
+    row = page.locator("tr", has=page.locator("a.code", has_text="slow-report"))
+    row.locator("button:has-text('Pause')").click()
+    expect(row.locator(".badge").first).to_have_text("paused")
+    htmx_idle(page)
+    row.locator("button:has-text('Resume')").click()
+    expect(row.locator(".badge").first).to_have_text("active")
+    expect(row.locator("button:has-text('Pause')")).to_be_visible()
+
+
+def test_the_live_log_receives_events_from_another_page(page, server, context) -> None:
+    log_in(page, server, "operator")
+    log = context.new_page()
+    log.goto(f"{server.url}/live/")
+    expect(log.get_by_test_id("ws-state")).to_have_text("live")
+    before = log.locator("tr.log-row").count()
+    page.click("a.code:has-text('slow-report')")
+    page.click("button:has-text('Run now')")
+    expect(log.locator("tr.log-row")).to_have_count(before + 1, timeout=5000)
+    expect(log.locator("tr.log-row").first).to_contain_text("slow-report")
+
+
+def test_orphans_and_duplicates_are_flagged_and_cannot_run(page, server, artifacts) -> None:
+    log_in(page, server, "operator")
+    for code, flag in (("ghost", "ORPHAN"), ("twin", "DUPLICATE")):
+        row = page.locator("tr", has=page.locator("a.code", has_text=code))
+        expect(row.locator(".flag")).to_contain_text(flag)
+        expect(row.locator("button:has-text('Run now')")).to_be_disabled()
+    expect(page.locator(".banner").first).to_be_visible()
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.screenshot(path=str(artifacts / "schedules-list.png"), full_page=True)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.screenshot(path=str(artifacts / "schedules-list-phone.png"), full_page=True)
+
+
+def test_a_viewer_sees_no_operate_buttons(page, server) -> None:
+    log_in(page, server, "viewer")
+    expect(page.locator("a.code:has-text('slow-report')")).to_be_visible()
+    expect(page.locator("button:has-text('Run now')")).to_have_count(0)
+    expect(page.locator("button:has-text('Pause')")).to_have_count(0)
+    page.click("a.code:has-text('slow-report')")
+    expect(page.locator("button:has-text('Run now')")).to_have_count(0)
+
+
+def test_compound_triggers_are_built_in_place(page, server, artifacts) -> None:
+    log_in(page, server, "operator")
+    page.goto(f"{server.url}/schedules/new/")
+    page.fill("#id_code", "compound-demo")
+    page.select_option("select[name=t-kind]", "any")
+    expect(page.locator("select[name=t-0-kind]")).to_be_visible()
+    htmx_idle(page)
+    page.fill("input[name=t-0-expression]", "0 9 * * 1-5")
+    page.click("button:has-text('+ Add a trigger')")
+    expect(page.locator("select[name=t-1-kind]")).to_be_visible()
+    expect(page.locator("input[name=t-0-expression]")).to_have_value("0 9 * * 1-5")
+    htmx_idle(page)
+    page.select_option("select[name=t-1-kind]", "interval")
+    htmx_idle(page)
+    page.fill("input[name=t-1-every]", "2")
+    page.select_option("select[name=t-1-unit]", "hours")
+    expect(page.get_by_test_id("preview-text")).to_have_text(
+        "Any of: (At 09:00, Monday through Friday, UTC); (Every 2 hours)"
+    )
+    htmx_idle(page)
+    page.click("#node-t-1 button:has-text('Remove')")
+    expect(page.locator("select[name=t-1-kind]")).to_have_count(0)
+    page.screenshot(path=str(artifacts / "edit-page.png"), full_page=True)
+    page.click("button[type=submit]:has-text('Save')")
+    expect(page.locator("dl.spec")).to_contain_text("Any of: (At 09:00, Monday through Friday")

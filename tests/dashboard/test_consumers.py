@@ -1,0 +1,127 @@
+"""The live websocket: who may connect, and which events reach which groups."""
+
+from __future__ import annotations
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth.models import AnonymousUser
+
+from schedules.consumers import RunEventsConsumer
+from schedules.models import Run, RunStatus
+from schedules.scheduler.events import publish_run
+from sillo_dash.asgi import application
+from tests.scheduler.conftest import every, make_schedule
+
+from .conftest import member
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def communicator(path: str, user) -> WebsocketCommunicator:
+    comm = WebsocketCommunicator(RunEventsConsumer.as_asgi(), path)
+    comm.scope["user"] = user
+    return comm
+
+
+async def make_run(schedule, status: str, error: str = "") -> Run:
+    return await sync_to_async(Run.objects.create)(
+        schedule=schedule, schedule_code=schedule.code, task_name=schedule.task_name,
+        reason="scheduled", status=status, error=error,
+    )  # fmt: skip
+
+
+async def test_anonymous_users_are_refused() -> None:
+    comm = communicator("/ws/runs/", AnonymousUser())
+    connected, code = await comm.connect()
+    assert (connected, code) == (False, 4403)
+    await comm.disconnect()
+
+
+async def test_users_without_the_view_permission_are_refused() -> None:
+    stranger = await sync_to_async(member)("stranger")
+    comm = communicator("/ws/runs/", stranger)
+    connected, code = await comm.connect()
+    assert (connected, code) == (False, 4403)
+    await comm.disconnect()
+
+
+async def test_a_foreign_origin_is_refused_by_the_full_stack() -> None:
+    comm = WebsocketCommunicator(
+        application,
+        "/ws/runs/",
+        headers=[(b"origin", b"https://evil.example"), (b"host", b"localhost")],
+    )
+    connected, _ = await comm.connect()
+    assert connected is False
+    await comm.disconnect()
+
+
+async def test_the_log_view_receives_every_run_as_a_row() -> None:
+    viewer = await sync_to_async(member)("viewer", "Viewers")
+    schedule = await sync_to_async(make_schedule)("nightly", "test.echo", every(60))
+    comm = communicator("/ws/runs/?view=log", viewer)
+    assert (await comm.connect())[0]
+    await publish_run(await make_run(schedule, RunStatus.FAILED, "boom <b>"))
+    html = await comm.receive_from(timeout=2)
+    assert 'id="live-log-rows" hx-swap-oob="afterbegin"' in html
+    assert "nightly" in html and "failed" in html
+    assert "boom &lt;b&gt;" in html
+    await comm.disconnect()
+
+
+async def test_a_schedule_stream_gets_only_that_schedule() -> None:
+    viewer = await sync_to_async(member)("viewer", "Viewers")
+    mine = await sync_to_async(make_schedule)("mine", "test.echo", every(60))
+    other = await sync_to_async(make_schedule)("other", "test.echo", every(60))
+    comm = communicator(f"/ws/runs/?view=detail&schedule={mine.pk}", viewer)
+    assert (await comm.connect())[0]
+    await publish_run(await make_run(other, RunStatus.SUCCEEDED))
+    assert await comm.receive_nothing(timeout=0.3)
+    run = await make_run(mine, RunStatus.RUNNING)
+    await sync_to_async(Run.objects.filter(pk=run.pk).update)(started_at=run.queued_at)
+    run = await sync_to_async(Run.objects.get)(pk=run.pk)
+    await publish_run(run)
+    html = await comm.receive_from(timeout=2)
+    assert f'id="run-now-{mine.pk}"' in html and 'hx-swap-oob="true"' in html
+    assert "running" in html and "data-elapsed-since" in html
+    await comm.disconnect()
+
+
+async def test_the_list_view_receives_whole_rows_with_the_users_buttons() -> None:
+    viewer = await sync_to_async(member)("viewer", "Viewers")
+    schedule = await sync_to_async(make_schedule)("nightly", "test.echo", every(60))
+    comm = communicator("/ws/runs/?view=list", viewer)
+    assert (await comm.connect())[0]
+    await publish_run(await make_run(schedule, RunStatus.SUCCEEDED))
+    html = await comm.receive_from(timeout=2)
+    assert html.strip().startswith(f'<tr id="schedule-row-{schedule.pk}"')
+    assert "Run now" not in html  # a viewer gets no operate buttons, live or not
+    await comm.disconnect()
+
+
+async def test_the_socket_is_push_only() -> None:
+    viewer = await sync_to_async(member)("viewer", "Viewers")
+    schedule = await sync_to_async(make_schedule)("nightly", "test.echo", every(60))
+    comm = communicator("/ws/runs/", viewer)
+    assert (await comm.connect())[0]
+    await comm.send_to(text_data=f'{{"action": "run", "schedule": {schedule.pk}}}')
+    assert await comm.receive_nothing(timeout=0.3)
+    assert not await sync_to_async(Run.objects.exists)()
+    await comm.disconnect()
+
+
+async def test_events_between_page_load_and_connect_are_not_missed() -> None:
+    from django.utils import timezone
+
+    viewer = await sync_to_async(member)("viewer", "Viewers")
+    schedule = await sync_to_async(make_schedule)("nightly", "test.echo", every(60))
+    page_rendered = timezone.now()
+    await make_run(schedule, RunStatus.SUCCEEDED)  # happens before the socket connects
+    since = page_rendered.isoformat().replace("+", "%2B")
+    comm = communicator(f"/ws/runs/?view=log&since={since}", viewer)
+    assert (await comm.connect())[0]
+    html = await comm.receive_from(timeout=2)
+    assert "nightly" in html and "succeeded" in html
+    assert await comm.receive_nothing(timeout=0.3)
+    await comm.disconnect()
