@@ -51,8 +51,8 @@ def schedule_data(schedule: Schedule, tasks: Registry = registry) -> dict:
     }
 
 
-def run_data(run: Run) -> dict:
-    return {
+def run_data(run: Run, *, with_result: bool = True) -> dict:
+    data = {
         "id": run.pk,
         "code": run.schedule_code,
         "task_name": run.task_name,
@@ -65,6 +65,8 @@ def run_data(run: Run) -> dict:
         "finished_at": iso(run.finished_at),
         "duration_ms": run.duration_ms,
         "error": run.error or None,
-        "result": run.result,
         "scheduler": run.scheduler or None,
     }
+    if with_result:
+        data["result"] = run.result
+    return data

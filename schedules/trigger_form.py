@@ -143,8 +143,11 @@ def _renumber(node: Node) -> None:
 def spec_from_node(node: Node) -> dict | None:
     """The spec of a node tree; sets `error` on each node that is wrong. None if any is."""
     spec = _spec(node)
-    if spec is None:
-        return None
+    return None if spec is None else _checked(node, spec)
+
+
+def _checked(node: Node, spec: dict) -> dict | None:
+    """`spec` if it builds a trigger; else None, with the reason on the node."""
     try:
         trigger_from_spec(spec)
     except InvalidTrigger as exc:
@@ -162,13 +165,8 @@ def _spec(node: Node) -> dict | None:
         if any(child is None for child in children):
             return None
         spec = {"kind": "compound", "mode": node.kind, "children": children}
-        if node.kind == "all":
-            try:
-                trigger_from_spec(spec)
-            except InvalidTrigger as exc:
-                node.error = str(exc).removeprefix("trigger: ")
-                return None
-        return spec
+        # "all" can be wrong as a whole (children that never meet): say so here.
+        return _checked(node, spec) if node.kind == "all" else spec
     v = node.values
     if node.kind == "interval":
         try:
@@ -191,12 +189,7 @@ def _spec(node: Node) -> dict | None:
         spec = {"kind": "date", "at": v["at"], "tz": v.get("tz") or "UTC"}
     else:
         spec = {"kind": "cron", "expression": v.get("expression", ""), "tz": v.get("tz") or "UTC"}
-    try:
-        trigger_from_spec(spec)
-    except InvalidTrigger as exc:
-        node.error = str(exc).removeprefix("trigger: ")
-        return None
-    return spec
+    return _checked(node, spec)
 
 
 def all_errors(node: Node) -> list[Node]:

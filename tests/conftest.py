@@ -40,10 +40,16 @@ def _plain_static_storage(settings) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Under CI, a run in which nothing passed is a failure, not a green build."""
+    """Under CI, nothing may be skipped (a missing browser or server is a setup bug),
+    and a run in which nothing passed is a failure, not a green build."""
     if os.environ.get("CI") != "true" or exitstatus != 0:
         return
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-    passed = len(reporter.stats.get("passed", [])) if reporter else 0
-    if passed == 0:
+    stats = reporter.stats if reporter else {}
+    skipped = stats.get("skipped", [])
+    if skipped or not stats.get("passed"):
+        for report in skipped:
+            reporter.write_line(
+                f"CI=true and a test was skipped: {report.nodeid} {report.longrepr}"
+            )
         session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -12,6 +12,7 @@ import logging
 from channels.layers import get_channel_layer
 
 from ..models import Run
+from ..presenters import run_data
 
 logger = logging.getLogger(__name__)
 
@@ -24,21 +25,8 @@ def schedule_group(schedule_id: int) -> str:
 
 
 def run_payload(run: Run) -> dict:
-    return {
-        "id": run.pk,
-        "schedule_id": run.schedule_id,
-        "code": run.schedule_code,
-        "task_name": run.task_name,
-        "status": run.status,
-        "reason": run.reason,
-        "attempt": run.attempt,
-        "slot": run.slot.isoformat() if run.slot else None,
-        "queued_at": run.queued_at.isoformat() if run.queued_at else None,
-        "started_at": run.started_at.isoformat() if run.started_at else None,
-        "finished_at": run.finished_at.isoformat() if run.finished_at else None,
-        "duration_ms": run.duration_ms,
-        "error": run.error,
-    }
+    """What a browser needs of a run event (the result stays in the database)."""
+    return {**run_data(run, with_result=False), "schedule_id": run.schedule_id}
 
 
 async def publish_run(run: Run) -> None:
