@@ -35,6 +35,11 @@ class Misfire(models.TextChoices):
     ALL = "all"
 
 
+class Dispatch(models.TextChoices):
+    INLINE = "inline", "in the scheduler"
+    ENQUEUE = "enqueue", "on the worker pool"
+
+
 class RunStatus(models.TextChoices):
     QUEUED = "queued"
     RUNNING = "running"
@@ -84,6 +89,12 @@ class Schedule(models.Model):
     misfire = models.CharField(max_length=16, choices=Misfire.choices, default=Misfire.SKIP)
     misfire_grace = models.FloatField(default=60.0, help_text="seconds")
     priority = models.IntegerField(default=0)
+    dispatch = models.CharField(
+        max_length=16,
+        choices=Dispatch.choices,
+        default=Dispatch.INLINE,
+        help_text="where task bodies run: in the scheduler, or enqueued on Django's TASKS backend",
+    )
 
     next_run_at = models.DateTimeField(null=True, blank=True)
     last_run_at = models.DateTimeField(null=True, blank=True)
@@ -130,6 +141,9 @@ class Schedule(models.Model):
                 condition=Q(timeout__isnull=True) | Q(timeout__gt=0),
                 name="schedule_timeout_positive",
             ),
+            models.CheckConstraint(
+                condition=Q(dispatch__in=Dispatch.values), name="schedule_dispatch_valid"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -160,6 +174,7 @@ class Run(models.Model):
     slot = models.DateTimeField(null=True, blank=True)
     attempt = models.PositiveIntegerField(default=1)
     status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED)
+    dispatch = models.CharField(max_length=16, choices=Dispatch.choices, default=Dispatch.INLINE)
 
     queued_at = models.DateTimeField(default=timezone.now)
     not_before = models.DateTimeField(default=timezone.now)
@@ -222,7 +237,10 @@ class Run(models.Model):
 
 
 class SchedulerInstance(models.Model):
+    """A runscheduler process, or a worker process executing enqueued runs."""
+
     id = models.CharField(max_length=64, primary_key=True)
+    kind = models.CharField(max_length=16, default="scheduler")
     host = models.CharField(max_length=255)
     pid = models.PositiveIntegerField()
     started_at = models.DateTimeField(default=timezone.now)

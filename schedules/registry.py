@@ -21,6 +21,7 @@ logger = logging.getLogger(__name__)
 
 OVERLAP_CHOICES = ("skip", "replace")
 MISFIRE_CHOICES = ("skip", "once", "all")
+DISPATCH_CHOICES = ("inline", "enqueue")
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,7 @@ class TaskOptions:
     misfire: str = "skip"
     misfire_grace: float = 60.0
     priority: int = 0
+    dispatch: str = "inline"
 
 
 @dataclass
@@ -113,6 +115,7 @@ def task(
     misfire: str = "skip",
     misfire_grace: float = 60.0,
     priority: int = 0,
+    dispatch: str = "inline",
     middleware: Sequence[Callable] = (),
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare a function as a schedulable task called `name`.
@@ -131,6 +134,7 @@ def task(
             misfire=misfire,
             misfire_grace=misfire_grace,
             priority=priority,
+            dispatch=dispatch,
         )
         declaration = TaskDeclaration(
             name=name, func=func, options=options, middleware=tuple(middleware)
@@ -169,6 +173,8 @@ def _option_problems(options: TaskOptions) -> list[str]:
         problems.append(f"overlap must be one of {', '.join(OVERLAP_CHOICES)}")
     if options.misfire not in MISFIRE_CHOICES:
         problems.append(f"misfire must be one of {', '.join(MISFIRE_CHOICES)}")
+    if options.dispatch not in DISPATCH_CHOICES:
+        problems.append(f"dispatch must be one of {', '.join(DISPATCH_CHOICES)}")
     if not options.misfire_grace >= 0:
         problems.append("misfire_grace must not be negative")
     return problems

@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from .models import Run, RunReason, RunStatus, Schedule, ScheduleSource, ScheduleStatus
 from .registry import Registry, TaskDeclaration, registry
+from .scheduler import dispatch
 from .timing import InvalidTrigger, Trigger, trigger_from_spec
 
 logger = logging.getLogger(__name__)
@@ -208,6 +209,7 @@ def _create_default(declaration: TaskDeclaration, now: datetime) -> Schedule:
         misfire=options.misfire,
         misfire_grace=options.misfire_grace,
         priority=options.priority,
+        dispatch=options.dispatch,
         next_run_at=trigger.next_fire(now),
     )
 
@@ -240,17 +242,20 @@ def schedule_run_now(
             "once (duplicate)"
         )
     now = timezone.now()
-    run = Run.objects.create(
-        schedule=schedule,
-        schedule_code=schedule.code,
-        task_name=schedule.task_name,
-        kwargs=schedule.kwargs,
-        reason=RunReason.MANUAL,
-        status=RunStatus.QUEUED,
-        queued_at=now,
-        not_before=now,
-        requested_by=by if by is not None and by.is_authenticated else None,
-    )
+    with transaction.atomic():
+        run = Run.objects.create(
+            schedule=schedule,
+            schedule_code=schedule.code,
+            task_name=schedule.task_name,
+            kwargs=schedule.kwargs,
+            reason=RunReason.MANUAL,
+            status=RunStatus.QUEUED,
+            dispatch=schedule.dispatch,
+            queued_at=now,
+            not_before=now,
+            requested_by=by if by is not None and by.is_authenticated else None,
+        )
+        dispatch.enqueue(run)
     wake_schedulers()
     return run
 

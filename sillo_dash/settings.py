@@ -68,8 +68,13 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "django_htmx",
+    "django_tasks_db",
     "schedules",
 ]
+
+# Where `dispatch="enqueue"` runs go: the database backend, run by
+# `manage.py db_worker`. See docs/deploy.md for RQ or Celery.
+TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["default"]}}
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",

@@ -19,7 +19,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from django.db import DatabaseError, connection
+from django.db import DatabaseError, connection, connections
 
 from .. import services
 from ..conf import setting
@@ -53,7 +53,9 @@ class Scheduler:
         tasks: Registry = registry,
         instance_id: str | None = None,
         executor: Executor | None = None,
+        kind: str = "scheduler",
     ) -> None:
+        self.kind = kind
         self.clock = clock or SystemClock()
         self.tasks = tasks
         self.instance_id = instance_id or uuid.uuid4().hex[:16]
@@ -104,6 +106,7 @@ class Scheduler:
             host=self.host,
             pid=os.getpid(),
             now=now,
+            kind=self.kind,
         )
         self._last["heartbeat"] = now
         self._started = True
@@ -159,6 +162,7 @@ class Scheduler:
         except Exception:
             logger.exception("could not mark scheduler %s stopped", self.instance_id)
         self.executor.shutdown()
+        self._db_pool.submit(connections.close_all)
         self._db_pool.shutdown(wait=True)
         logger.info("scheduler %s stopped", self.instance_id)
 
@@ -214,7 +218,16 @@ class Scheduler:
         while self.in_flight:
             await asyncio.wait(list(self.in_flight.values()))
 
-    async def run_queued(self, run_id: int) -> None:
+    async def heartbeat_forever(self) -> None:
+        """Keep this instance alive while it executes (workers have no passes)."""
+        while True:
+            await asyncio.sleep(setting("SILLO_HEARTBEAT_INTERVAL"))
+            try:
+                await self.db(store.heartbeat, instance_id=self.instance_id, now=self.clock.now())
+            except Exception:
+                logger.exception("heartbeat of %s failed", self.instance_id)
+
+    async def run_queued(self, run_id: int, dispatch_kind: str = "inline") -> None:
         """Claim and execute one queued run now, and wait for it."""
         runs, replaced = await self.db(
             store.claim_queued,
@@ -224,6 +237,7 @@ class Scheduler:
             limit=1,
             local_in_flight=self._local_in_flight(),
             only=run_id,
+            dispatch_kind=dispatch_kind,
         )
         self._cancel_local(replaced, "replaced by a newer run")
         for run in runs:

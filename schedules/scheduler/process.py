@@ -80,6 +80,23 @@ async def run_inline(run_id: int) -> None:
         await scheduler.shutdown()
 
 
+async def run_enqueued(run_id: int) -> str:
+    """A worker executes one enqueued run (called by the django.tasks task)."""
+    import os
+    import socket
+
+    instance_id = f"worker-{socket.gethostname()}-{os.getpid()}"[:64]
+    scheduler = Scheduler(instance_id=instance_id, kind="worker")
+    await scheduler.start()
+    beat = asyncio.create_task(scheduler.heartbeat_forever())
+    try:
+        await scheduler.run_queued(run_id, dispatch_kind="enqueue")
+    finally:
+        beat.cancel()
+        await scheduler.shutdown()
+    return f"run {run_id} done"
+
+
 def serve_and_schedule(host: str, port: int) -> None:
     """daphne and the scheduler in one process, on daphne's asyncio reactor."""
     from daphne.endpoints import build_endpoint_description_strings

@@ -21,6 +21,7 @@ from django.db.models import Count, F, Q
 
 from ..models import (
     FINISHED,
+    Dispatch,
     Run,
     RunReason,
     RunStatus,
@@ -30,6 +31,7 @@ from ..models import (
 )
 from ..registry import Registry
 from ..timing import InvalidTrigger, Trigger, trigger_from_spec
+from . import dispatch
 
 logger = logging.getLogger(__name__)
 
@@ -51,9 +53,19 @@ def parsed_trigger(schedule: Schedule) -> Trigger:
 # ------------------------------------------------------------ instances
 
 
-def register_instance(*, instance_id: str, host: str, pid: int, now: datetime) -> None:
-    SchedulerInstance.objects.create(
-        id=instance_id, host=host, pid=pid, started_at=now, heartbeat_at=now
+def register_instance(
+    *, instance_id: str, host: str, pid: int, now: datetime, kind: str = "scheduler"
+) -> None:
+    SchedulerInstance.objects.update_or_create(
+        id=instance_id,
+        defaults={"host": host, "pid": pid, "kind": kind, "heartbeat_at": now, "stopped_at": None},
+        create_defaults={
+            "host": host,
+            "pid": pid,
+            "kind": kind,
+            "started_at": now,
+            "heartbeat_at": now,
+        },
     )
 
 
@@ -107,9 +119,9 @@ def recover_crashed(*, now: datetime, stale_after: float, host: str) -> list[Run
     return interrupted
 
 
-def alive_instances(*, now: datetime, stale_after: float):
+def alive_instances(*, now: datetime, stale_after: float, kind: str = "scheduler"):
     return SchedulerInstance.objects.filter(
-        stopped_at__isnull=True, heartbeat_at__gte=now - timedelta(seconds=stale_after)
+        kind=kind, stopped_at__isnull=True, heartbeat_at__gte=now - timedelta(seconds=stale_after)
     )
 
 
@@ -133,6 +145,7 @@ def _new_run(schedule: Schedule, *, reason: str, slot: datetime | None, now: dat
         slot=slot,
         queued_at=now,
         not_before=now,
+        dispatch=schedule.dispatch,
     )
 
 
@@ -256,7 +269,7 @@ def _claim_batch(plans, now, instance_id, local_in_flight):
         # The first run starts now; further catch-up runs wait their turn in
         # the queue, so max_instances holds for them too.
         first = planned[0]
-        if first.status != RunStatus.SKIPPED:
+        if first.status != RunStatus.SKIPPED and first.dispatch == Dispatch.INLINE:
             busy = in_flight.get(schedule.pk, 0) + local_in_flight.get(schedule.pk, 0)
             replaced += _start_or_skip(
                 first, schedule, now=now, instance_id=instance_id, in_flight=busy
@@ -266,6 +279,9 @@ def _claim_batch(plans, now, instance_id, local_in_flight):
         created += planned
         firsts.append(first)
     Run.objects.bulk_create(created)
+    for run in created:
+        if run.status == RunStatus.QUEUED:
+            dispatch.enqueue(run)
     return firsts, replaced
 
 
@@ -309,9 +325,16 @@ def claim_queued(
     limit: int,
     local_in_flight: dict[int, int],
     only: int | None = None,
+    dispatch_kind: str = Dispatch.INLINE,
 ) -> tuple[list[Run], list[int]]:
-    """Claim queued runs (manual runs, retries) whose time has come."""
-    queued = Run.objects.filter(status=RunStatus.QUEUED, not_before__lte=now)
+    """Claim queued runs (manual runs, retries) whose time has come.
+
+    Schedulers claim the runs they execute themselves (`inline`); a worker
+    claims the `enqueue` run its task names.
+    """
+    queued = Run.objects.filter(
+        status=RunStatus.QUEUED, not_before__lte=now, dispatch=dispatch_kind
+    )
     if only is not None:
         queued = queued.filter(pk=only)
     ids = list(queued.order_by("not_before", "pk").values_list("pk", flat=True)[:limit])
@@ -341,6 +364,7 @@ def claim_queued(
                         started_at=None,
                         not_before=now + CATCH_UP_RECHECK,
                     )
+                    dispatch.enqueue(run, run_after=now + CATCH_UP_RECHECK)
                     continue
                 replaced += _start_or_skip(
                     run, schedule, now=now, instance_id=instance_id, in_flight=in_flight
@@ -374,7 +398,7 @@ def next_wakeup(*, tasks: Registry) -> datetime | None:
         .first()
     )
     queued = (
-        Run.objects.filter(status=RunStatus.QUEUED)
+        Run.objects.filter(status=RunStatus.QUEUED, dispatch=Dispatch.INLINE)
         .order_by("not_before")
         .values_list("not_before", flat=True)
         .first()
@@ -433,6 +457,7 @@ def finish_runs(*, items: list[tuple[Run, dict]], now: datetime) -> list[tuple]:
                 retry.kwargs = run.kwargs
                 retry.not_before = now + timedelta(seconds=outcome["retry_in"])
                 retry.requested_by_id = run.requested_by_id
+                retry.dispatch = run.dispatch
                 retries.append(retry)
             elif schedule is not None and schedule.trigger.get("kind") not in ("interval", "cron"):
                 Schedule.objects.filter(
@@ -440,6 +465,8 @@ def finish_runs(*, items: list[tuple[Run, dict]], now: datetime) -> list[tuple]:
                 ).update(status=ScheduleStatus.COMPLETED)
             results.append((run, retry))
         Run.objects.bulk_create(retries)
+        for retry in retries:
+            dispatch.enqueue(retry, run_after=retry.not_before)
     return results
 
 

@@ -1,0 +1,74 @@
+"""dispatch="enqueue": the scheduler records and enqueues, a worker executes."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from asgiref.sync import sync_to_async
+from django_tasks_db.models import DBTaskResult
+
+from schedules import services
+from schedules.models import Run, RunStatus, SchedulerInstance
+from schedules.registry import registry
+from schedules.scheduler import dispatch, store
+
+from .conftest import create, every, make_schedule, runs_of
+
+
+async def test_the_scheduler_enqueues_instead_of_executing(scheduler, clock) -> None:
+    await create("pooled", "test.echo", every(60), dispatch="enqueue", kwargs={"a": [1]})
+    clock.advance(60)
+    await scheduler.run_pass()
+    await scheduler.wait_idle()
+    (run,) = await runs_of("pooled")
+    assert (run.status, run.dispatch, run.scheduler) == (RunStatus.QUEUED, "enqueue", "")
+    task = await sync_to_async(DBTaskResult.objects.get)()
+    assert task.args_kwargs["args"] == [run.pk]
+    assert task.task_path == "schedules.scheduler.dispatch.execute_run"
+    # Queued pool runs do not keep the scheduler awake.
+    await scheduler.run_pass()
+    assert (await runs_of("pooled"))[0].status == RunStatus.QUEUED
+    assert await sync_to_async(store.next_wakeup)(tasks=registry) > clock.now()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_executes_and_records_the_run() -> None:
+    schedule = make_schedule("pooled", "test.echo", every(3600), dispatch="enqueue",
+                             kwargs={"region": "eu"})  # fmt: skip
+    run = services.schedule_run_now(schedule=schedule)
+    assert DBTaskResult.objects.count() == 1
+    dispatch.execute_run.call(run.pk)
+    run.refresh_from_db()
+    assert run.status == RunStatus.SUCCEEDED
+    assert run.result == {"region": "eu"}
+    assert run.scheduler.startswith("worker-")
+    worker = SchedulerInstance.objects.get(id=run.scheduler)
+    assert worker.kind == "worker" and worker.stopped_at is not None
+    schedule.refresh_from_db()
+    assert (schedule.run_count, schedule.last_outcome) == (1, "succeeded")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_worker_runs_keep_timeouts_and_retries() -> None:
+    schedule = make_schedule("pooled-hang", "test.hang", every(3600), dispatch="enqueue",
+                             timeout=0.05, max_attempts=2, retry_delay=30)  # fmt: skip
+    first = services.schedule_run_now(schedule=schedule)
+    dispatch.execute_run.call(first.pk)
+    first.refresh_from_db()
+    assert first.status == RunStatus.TIMED_OUT
+    retry = Run.objects.get(attempt=2)
+    assert (retry.status, retry.dispatch, retry.reason) == ("queued", "enqueue", "retry")
+    task = DBTaskResult.objects.order_by("-enqueued_at").first()
+    assert task.args_kwargs["args"] == [retry.pk]
+    assert task.run_after - retry.queued_at >= timedelta(seconds=29)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_does_not_run_a_run_that_is_not_queued() -> None:
+    schedule = make_schedule("pooled", "test.echo", every(3600), dispatch="enqueue")
+    run = services.schedule_run_now(schedule=schedule)
+    Run.objects.filter(pk=run.pk).update(status=RunStatus.CANCELLED)
+    dispatch.execute_run.call(run.pk)
+    run.refresh_from_db()
+    assert run.status == RunStatus.CANCELLED
