@@ -38,7 +38,8 @@ lint: $(VENV)/.dev
 	$(VENV)/bin/ruff format --check .
 
 test: lint
-	$(PY) -m pytest
+	$(PY) -m pytest -m "not production" $(PYTEST_ARGS)
+	$(PY) -m tests.production_profile $(PYTEST_ARGS)
 
 format: $(VENV)/.dev
 	$(VENV)/bin/ruff check --fix .

@@ -43,6 +43,7 @@ def test_production_safe_defaults() -> None:
     assert settings.SECRET_KEY and "insecure" not in settings.SECRET_KEY
 
 
+@pytest.mark.sqlite
 def test_sqlite_is_tuned_for_two_processes() -> None:
     options = settings.DATABASES["default"]["OPTIONS"]
     assert "journal_mode=WAL" in options["init_command"]
