@@ -64,10 +64,8 @@ def postgres() -> Iterator[str]:
     options = (
         f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
     )
-    subprocess.run(
-        _as_postgres([pg_ctl, "-D", str(data), "-l", str(folder / "log"), "-o", options, "-w", "start"]),
-        check=True, capture_output=True,
-    )  # fmt: skip
+    start = [pg_ctl, "-D", str(data), "-l", str(folder / "log"), "-o", options, "-w", "start"]
+    subprocess.run(_as_postgres(start), check=True, capture_output=True)
     try:
         yield f"postgres://postgres@127.0.0.1:{port}/postgres"
     finally:

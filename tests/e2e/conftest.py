@@ -8,8 +8,10 @@ import sqlite3
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
+import psycopg
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,11 +23,19 @@ class Site:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.db_path = folder / "e2e.sqlite3"
+        self.database_url = f"sqlite:///{self.db_path}"
+        server = os.environ.get("DATABASE_URL", "")
+        if server.startswith("postgres"):
+            # The production profile: a fresh database on the throwaway server.
+            name = f"e2e_{uuid.uuid4().hex[:12]}"
+            with psycopg.connect(server, autocommit=True) as db:
+                db.execute(f'CREATE DATABASE "{name}"')
+            self.database_url = server.rsplit("/", 1)[0] + f"/{name}"
         self.env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "tests.settings",
             "SILLO_DATA_DIR": str(folder),
-            "DATABASE_URL": f"sqlite:///{self.db_path}",
+            "DATABASE_URL": self.database_url,
             "SILLO_HEARTBEAT_INTERVAL": "0.5",
             "SILLO_STALE_AFTER": "3",
             "SILLO_RESYNC_INTERVAL": "1",
@@ -74,6 +84,9 @@ class Site:
         return process.wait(timeout=30)
 
     def query(self, sql: str, *params: object) -> list[tuple]:
+        if self.database_url.startswith("postgres"):
+            with psycopg.connect(self.database_url, autocommit=True) as db:
+                return db.execute(sql.replace("?", "%s"), params).fetchall()
         with sqlite3.connect(self.db_path, timeout=20) as db:
             return db.execute(sql, params).fetchall()
 
