@@ -12,7 +12,6 @@ run is never recorded without its task or the reverse.
 
 from __future__ import annotations
 
-import asyncio
 from datetime import datetime
 
 from django.tasks import task
@@ -23,9 +22,9 @@ from ..models import Dispatch, Run
 @task
 def execute_run(run_id: int) -> str:
     """The worker side: claim the run, execute it, record the outcome."""
-    from .process import run_enqueued
+    from .process import worker_runtime
 
-    return asyncio.run(run_enqueued(run_id))
+    return worker_runtime().execute(run_id)
 
 
 def enqueue(run: Run, *, run_after: datetime | None = None) -> None:

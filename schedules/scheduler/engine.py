@@ -173,7 +173,7 @@ class Scheduler:
         self.passes += 1
         now = self.clock.now()
         if self._due("heartbeat", setting("SILLO_HEARTBEAT_INTERVAL"), now):
-            await self.db(store.heartbeat, instance_id=self.instance_id, now=now)
+            await self._heartbeat(now)
             for run in await self.db(
                 store.recover_crashed,
                 now=now,
@@ -218,12 +218,19 @@ class Scheduler:
         while self.in_flight:
             await asyncio.wait(list(self.in_flight.values()))
 
+    async def _heartbeat(self, now: datetime) -> None:
+        if not await self.db(store.heartbeat, instance_id=self.instance_id, now=now):
+            # The record was deleted or marked stopped while we were alive: say so again.
+            logger.warning("scheduler %s was marked gone; registering again", self.instance_id)
+            self._started = False
+            await self.start()
+
     async def heartbeat_forever(self) -> None:
-        """Keep this instance alive while it executes (workers have no passes)."""
+        """Keep this instance alive between runs (workers have no passes)."""
         while True:
             await asyncio.sleep(setting("SILLO_HEARTBEAT_INTERVAL"))
             try:
-                await self.db(store.heartbeat, instance_id=self.instance_id, now=self.clock.now())
+                await self._heartbeat(self.clock.now())
             except Exception:
                 logger.exception("heartbeat of %s failed", self.instance_id)
 

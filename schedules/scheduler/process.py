@@ -80,21 +80,59 @@ async def run_inline(run_id: int) -> None:
         await scheduler.shutdown()
 
 
-async def run_enqueued(run_id: int) -> str:
-    """A worker executes one enqueued run (called by the django.tasks task)."""
-    import os
-    import socket
+class WorkerRuntime:
+    """One scheduler instance per worker process, on its own event loop thread.
 
-    instance_id = f"worker-{socket.gethostname()}-{os.getpid()}"[:64]
-    scheduler = Scheduler(instance_id=instance_id, kind="worker")
-    await scheduler.start()
-    beat = asyncio.create_task(scheduler.heartbeat_forever())
-    try:
-        await scheduler.run_queued(run_id, dispatch_kind="enqueue")
-    finally:
-        beat.cancel()
-        await scheduler.shutdown()
-    return f"run {run_id} done"
+    A worker process (e.g. `db_worker`) calls `execute` once per enqueued run;
+    the instance, its thread pools and its heartbeat live as long as the
+    process, so a run costs its own work only, and a killed worker's runs
+    become `interrupted` once its heartbeat goes stale.
+    """
+
+    def __init__(self) -> None:
+        import os
+        import socket
+        import threading
+
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(
+            target=self.loop.run_forever, name="sillo-worker", daemon=True
+        )
+        self.thread.start()
+        instance_id = f"worker-{socket.gethostname()}-{os.getpid()}"[:64]
+        self.scheduler = Scheduler(instance_id=instance_id, kind="worker")
+        self._call(self.scheduler.start())
+        self.beat = asyncio.run_coroutine_threadsafe(self.scheduler.heartbeat_forever(), self.loop)
+
+    def _call(self, coroutine):
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
+
+    def execute(self, run_id: int) -> str:
+        self._call(self.scheduler.run_queued(run_id, dispatch_kind="enqueue"))
+        return f"run {run_id} done"
+
+    def close(self) -> None:
+        """At process exit: say this worker stopped (thread pools are already gone)."""
+        from django.utils import timezone
+
+        from . import store
+
+        self.beat.cancel()
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        store.stop_instance(instance_id=self.scheduler.instance_id, now=timezone.now())
+
+
+_runtime: WorkerRuntime | None = None
+
+
+def worker_runtime() -> WorkerRuntime:
+    global _runtime
+    if _runtime is None:
+        import atexit
+
+        _runtime = WorkerRuntime()
+        atexit.register(_runtime.close)
+    return _runtime
 
 
 def serve_and_schedule(host: str, port: int) -> None:

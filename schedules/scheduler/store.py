@@ -69,8 +69,11 @@ def register_instance(
     )
 
 
-def heartbeat(*, instance_id: str, now: datetime) -> None:
-    SchedulerInstance.objects.filter(id=instance_id).update(heartbeat_at=now)
+def heartbeat(*, instance_id: str, now: datetime) -> int:
+    """Refresh the heartbeat; 0 if the record is gone (the caller registers again)."""
+    return SchedulerInstance.objects.filter(id=instance_id, stopped_at__isnull=True).update(
+        heartbeat_at=now
+    )
 
 
 def stop_instance(*, instance_id: str, now: datetime) -> None:

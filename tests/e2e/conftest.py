@@ -71,11 +71,16 @@ class Site:
         self.python("\n".join(lines))
 
     def start(self, *args: str) -> subprocess.Popen:
+        return self.start_command("runscheduler", *args)
+
+    def start_command(self, *args: str) -> subprocess.Popen:
+        return self.start_command_raw([sys.executable, str(ROOT / "manage.py"), *args])
+
+    def start_command_raw(self, command: list[str]) -> subprocess.Popen:
         log = open(self.folder / f"scheduler-{len(self.processes)}.log", "w")  # noqa: SIM115
-        process = subprocess.Popen(
-            [sys.executable, str(ROOT / "manage.py"), "runscheduler", *args],
-            env=self.env, stdout=log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
+        bin_dir = str(Path(sys.executable).parent)
+        env = {**self.env, "PATH": f"{bin_dir}:{self.env.get('PATH', '')}"}
+        process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
         self.processes.append(process)
         return process
 

@@ -1,0 +1,161 @@
+"""End-to-end on the production profile: PostgreSQL, Redis, several processes.
+
+Run by `python -m tests.production_profile` (part of `make test`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import time
+import urllib.parse
+import urllib.request
+from datetime import UTC, datetime, timedelta
+from http.cookiejar import CookieJar
+
+import pytest
+
+pytestmark = [pytest.mark.production, pytest.mark.slow]
+
+SCHEDULES = 200
+SECONDS = 20
+
+
+def stamp(value: datetime) -> str:
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def check_every_slot_ran_once(site, first: datetime, last: datetime) -> None:
+    """Each schedule has exactly one run for each second in [first, last]."""
+    rows = site.query(
+        "SELECT schedule_code, count(*), count(DISTINCT slot), min(slot), max(slot) "
+        "FROM schedules_run WHERE slot >= ? AND slot <= ? AND attempt = 1 "
+        "GROUP BY schedule_code",
+        stamp(first),
+        stamp(last),
+    )
+    expected = int((last - first).total_seconds()) + 1
+    assert len(rows) == SCHEDULES
+    for code, runs, slots, _, _ in rows:
+        assert (runs, slots) == (expected, expected), (code, runs, slots, expected)
+
+
+def test_three_schedulers_share_the_work_and_survive_a_kill(site) -> None:
+    site.schedules([(f"p{i}", "test.echo", {"kind": "interval", "every": 1}, {})
+                    for i in range(SCHEDULES)])  # fmt: skip
+    processes = [site.start(), site.start(), site.start()]
+    site.wait_for("SELECT 1 FROM schedules_schedulerinstance GROUP BY kind HAVING count(*) = 3")
+    began = datetime.now(UTC)
+    time.sleep(SECONDS / 2)
+    victim = processes.pop()
+    victim.send_signal(signal.SIGKILL)
+    victim.wait(10)
+    time.sleep(SECONDS / 2)
+    ended = datetime.now(UTC)
+    time.sleep(4)  # the victim's heartbeat goes stale (3 s): its runs are recovered
+    for process in processes:
+        assert site.stop(process) == 0
+
+    check_every_slot_ran_once(site, began + timedelta(seconds=2), ended - timedelta(seconds=2))
+    assert site.query("SELECT count(*) FROM schedules_run WHERE status = 'running'") == [(0,)]
+    winners = site.query("SELECT count(DISTINCT scheduler) FROM schedules_run")
+    assert winners[0][0] >= 2
+    dead = site.query("SELECT count(*) FROM schedules_schedulerinstance WHERE stopped_at IS NULL")
+    assert dead == [(0,)]
+
+
+def test_enqueued_runs_are_executed_once_by_the_worker_pool(site) -> None:
+    site.schedules([(f"q{i}", "test.echo", {"kind": "interval", "every": 1},
+                     {"dispatch": "enqueue", "misfire_grace": 3600, "max_instances": 100})
+                    for i in range(SCHEDULES)])  # fmt: skip
+    schedulers = [site.start(), site.start(), site.start()]
+    workers = [site.start_command("db_worker", "--interval", "0.05") for _ in range(2)]
+    began = datetime.now(UTC)
+    time.sleep(SECONDS)
+    ended = datetime.now(UTC)
+    for process in schedulers:
+        assert site.stop(process) == 0
+    # Let the pool drain the queue, then stop it.
+    site.wait_for(
+        "SELECT 1 WHERE NOT EXISTS "
+        "(SELECT 1 FROM schedules_run WHERE status IN ('queued', 'running'))",
+        timeout=120,
+    )
+    for process in workers:
+        site.stop(process)
+
+    check_every_slot_ran_once(site, began + timedelta(seconds=2), ended - timedelta(seconds=2))
+    statuses = dict(site.query("SELECT status, count(*) FROM schedules_run GROUP BY status"))
+    assert set(statuses) == {"succeeded"}, statuses
+    executed_by = site.query(
+        "SELECT count(DISTINCT scheduler) FROM schedules_run WHERE scheduler LIKE 'worker-%%'"
+    )
+    assert executed_by == [(2,)]
+
+
+def test_a_run_event_reaches_a_browser_socket_on_another_process_through_redis(site) -> None:
+    import websockets
+
+    from tests.browser.conftest import free_port
+
+    site.env["DJANGO_SECURE_COOKIES"] = "false"  # plain http on 127.0.0.1
+    site.manage("collectstatic", "--noinput", "-v0")
+    site.python(
+        "from django.contrib.auth.models import Group, User\n"
+        "u = User.objects.create_user('watcher', password='a-long-test-password')\n"
+        "u.groups.add(Group.objects.get(name='Viewers'))\n"
+    )
+    site.schedule("pinged", "test.echo", {"kind": "interval", "every": 3600})
+    port = free_port()
+    web = site.start_command_raw(
+        ["daphne", "-b", "127.0.0.1", "-p", str(port), "sillo_dash.asgi:application"]
+    )
+    scheduler = site.start()
+    base = f"http://127.0.0.1:{port}"
+    session = _log_in(base, "watcher")
+
+    async def listen() -> str:
+        headers = {"Cookie": f"sessionid={session}", "Origin": base}
+        uri = f"ws://127.0.0.1:{port}/ws/runs/?view=log"
+        async with websockets.connect(uri, additional_headers=headers) as socket:
+            site.python(
+                "from schedules import services; from schedules.models import Schedule; "
+                "services.schedule_run_now(schedule=Schedule.objects.get(code='pinged'))"
+            )
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                message = await asyncio.wait_for(socket.recv(), timeout=20)
+                if "succeeded" in message:
+                    return message
+        raise AssertionError("no succeeded event")
+
+    message = asyncio.run(listen())
+    assert "pinged" in message
+    site.stop(scheduler)
+    site.stop(web)
+
+
+def _log_in(base: str, username: str) -> str:
+    jar = CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            page = opener.open(f"{base}/login/", timeout=5).read().decode()
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+    token = page.split('name="csrfmiddlewaretoken" value="', 1)[1].split('"', 1)[0]
+    form = urllib.parse.urlencode(
+        {"username": username, "password": "a-long-test-password", "csrfmiddlewaretoken": token}
+    ).encode()
+    request = urllib.request.Request(
+        f"{base}/login/", data=form, headers={"Referer": f"{base}/login/"}
+    )
+    opener.open(request, timeout=5)
+    session = next(c.value for c in jar if c.name == "sessionid")
+    assert json.dumps(session)
+    return session
