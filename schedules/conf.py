@@ -21,6 +21,7 @@ DEFAULTS: dict[str, Any] = {
     "SILLO_RESULT_MAX_CHARS": 10_000,
     "SILLO_HEALTH_ERROR_RATE": 0.5,
     "SILLO_HEALTH_WINDOW": 3600.0,
+    "SILLO_METRICS_WINDOW": 300.0,
     "SILLO_MIDDLEWARE": [
         "schedules.scheduler.middleware.log_run",
         "schedules.scheduler.middleware.retry",

@@ -5,6 +5,7 @@ from django.urls import path
 from .views import (
     health,
     live,
+    metrics,
     schedule_actions,
     schedule_detail,
     schedule_edit,
@@ -15,6 +16,7 @@ from .views import (
 urlpatterns = [
     path("", schedule_list.schedule_list, name="home"),
     path("health/", health.health, name="health"),
+    path("metrics", metrics.metrics, name="metrics"),
     path("schedules/new/", schedule_edit.schedule_create, name="schedule-create"),
     path("schedules/bulk/", schedule_actions.bulk_action, name="schedule-bulk"),
     path("schedules/trigger-editor/", schedule_edit.trigger_editor, name="trigger-editor"),

@@ -182,9 +182,20 @@ SESSION_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", not DEBUG)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 SECURE_SSL_REDIRECT = env_bool("DJANGO_SSL_REDIRECT", False)
 SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_HSTS_SECONDS", "0"))
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("DJANGO_HSTS_PRELOAD", False)
 SECURE_PROXY_SSL_HEADER = (
     ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("DJANGO_BEHIND_TLS_PROXY", False) else None
 )
+
+# Prometheus /metrics: "off" (default), "token" (Authorization: Bearer
+# SILLO_METRICS_TOKEN) or "public" (for a scraper on a private network).
+SILLO_METRICS = os.environ.get("SILLO_METRICS", "off")
+if SILLO_METRICS not in ("off", "token", "public"):
+    raise ImproperlyConfigured("SILLO_METRICS must be off, token or public")
+SILLO_METRICS_TOKEN = os.environ.get("SILLO_METRICS_TOKEN", "")
+if SILLO_METRICS == "token" and len(SILLO_METRICS_TOKEN) < 16:
+    raise ImproperlyConfigured("SILLO_METRICS=token needs SILLO_METRICS_TOKEN of 16+ characters")
 
 LOGGING = {
     "version": 1,
