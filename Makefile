@@ -48,6 +48,7 @@ format: $(VENV)/.dev
 bench: $(VENV)/.dev
 	$(PY) bench/next_fire.py $(if $(QUICK),--quick,)
 	$(PY) bench/scheduler.py $(if $(QUICK),--quick,)
+	$(PY) bench/scheduler_postgres.py $(if $(QUICK),--quick,)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
