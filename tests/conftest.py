@@ -12,12 +12,20 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def child_environment() -> dict[str, str]:
+    """The environment for the product's own processes: without the test-only escape hatch
+    (the browser tests allow async-unsafe calls in this process, never in the product)."""
+    env = dict(os.environ)
+    env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+    return env
+
+
 @pytest.fixture
 def manage(tmp_path: Path):
     """Run `manage.py ...` in a child process with its own data folder."""
 
     def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-        child_env = {**os.environ, "SILLO_DATA_DIR": str(tmp_path / "data"), **(env or {})}
+        child_env = {**child_environment(), "SILLO_DATA_DIR": str(tmp_path / "data"), **(env or {})}
         child_env.pop("DATABASE_URL", None)
         return subprocess.run(
             [sys.executable, str(ROOT / "manage.py"), *args],

@@ -119,7 +119,10 @@ class WorkerRuntime:
 
         self.beat.cancel()
         self.loop.call_soon_threadsafe(self.loop.stop)
-        store.stop_instance(instance_id=self.scheduler.instance_id, now=timezone.now())
+        try:
+            store.stop_instance(instance_id=self.scheduler.instance_id, now=timezone.now())
+        except Exception as exc:  # at exit the database may be gone; the heartbeat then lapses
+            logger.warning("could not mark worker %s stopped: %s", self.scheduler.instance_id, exc)
 
 
 _runtime: WorkerRuntime | None = None
@@ -131,8 +134,15 @@ def worker_runtime() -> WorkerRuntime:
         import atexit
 
         _runtime = WorkerRuntime()
-        atexit.register(_runtime.close)
+        atexit.register(close_worker_runtime)
     return _runtime
+
+
+def close_worker_runtime() -> None:
+    global _runtime
+    if _runtime is not None:
+        _runtime.close()
+        _runtime = None
 
 
 def serve_and_schedule(host: str, port: int) -> None:

@@ -14,6 +14,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from tests.conftest import child_environment
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -32,7 +34,7 @@ class Site:
                 db.execute(f'CREATE DATABASE "{name}"')
             self.database_url = server.rsplit("/", 1)[0] + f"/{name}"
         self.env = {
-            **os.environ,
+            **child_environment(),
             "DJANGO_SETTINGS_MODULE": "tests.settings",
             "SILLO_DATA_DIR": str(folder),
             "DATABASE_URL": self.database_url,

@@ -16,6 +16,15 @@ from schedules.scheduler import dispatch, store
 from .conftest import create, every, make_schedule, runs_of
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _close_the_worker_runtime():
+    """The worker runtime lives as long as its process; here, as long as this module."""
+    yield
+    from schedules.scheduler.process import close_worker_runtime
+
+    close_worker_runtime()
+
+
 async def test_the_scheduler_enqueues_instead_of_executing(scheduler, clock) -> None:
     await create("pooled", "test.echo", every(60), dispatch="enqueue", kwargs={"a": [1]})
     clock.advance(60)
