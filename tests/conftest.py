@@ -61,3 +61,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                 f"CI=true and a test was skipped: {report.nodeid} {report.longrepr}"
             )
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Browser tests last: Playwright's session keeps an event loop running in this
+    thread from its first use on, and code under test may call asyncio.run()."""
+    items.sort(key=lambda item: "tests/browser/" in str(item.path).replace("\\", "/"))

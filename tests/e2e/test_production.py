@@ -11,6 +11,7 @@ import signal
 import time
 import urllib.parse
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from http.cookiejar import CookieJar
 
@@ -130,7 +131,9 @@ def test_a_run_event_reaches_a_browser_socket_on_another_process_through_redis(s
                     return message
         raise AssertionError("no succeeded event")
 
-    message = asyncio.run(listen())
+    # A thread of its own: the browser tests' session loop may be running in this one.
+    with ThreadPoolExecutor(1) as pool:
+        message = pool.submit(asyncio.run, listen()).result()
     assert "pinged" in message
     site.stop(scheduler)
     site.stop(web)
