@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import Site
+from tests.e2e.conftest import PASSWORD, Site, free_port
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -40,12 +39,6 @@ def browser_type_launch_args(browser_type_launch_args):
     }  # fmt: skip
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """The product as `make run` starts it, on a throwaway database, with test users."""
@@ -53,12 +46,8 @@ def server(tmp_path_factory):
     site.env["SILLO_EXTRA_APPS"] = "tests.dupapp"
     site.env["DJANGO_SECURE_COOKIES"] = "false"  # plain http on 127.0.0.1
     site.manage("collectstatic", "--noinput", "-v0")
-    site.python(
-        "from django.contrib.auth.models import Group, User\n"
-        "for name, group in (('operator', 'Editors'), ('viewer', 'Viewers')):\n"
-        "    u = User.objects.create_user(name, password='a-long-test-password')\n"
-        "    u.groups.add(Group.objects.get(name=group))\n"
-    )
+    site.add_user("operator", "Editors")
+    site.add_user("viewer", "Viewers")
     site.schedules(
         [
             ("slow-report", "test.sleep", {"kind": "interval", "every": 3600},
@@ -87,7 +76,7 @@ def server(tmp_path_factory):
 def log_in(page, server, username: str) -> None:
     page.goto(f"{server.url}/login/")
     page.fill("#id_username", username)
-    page.fill("#id_password", "a-long-test-password")
+    page.fill("#id_password", PASSWORD)
     page.click("button[type=submit]")
     page.wait_for_url(f"{server.url}/")
 

@@ -15,8 +15,10 @@ import psycopg
 import pytest
 
 from tests.conftest import child_environment
+from tests.production_profile import free_port  # noqa: F401  (shared by the e2e tests)
 
 ROOT = Path(__file__).resolve().parents[2]
+PASSWORD = "a-long-test-password"
 
 
 class Site:
@@ -58,6 +60,14 @@ class Site:
 
     def python(self, code: str) -> str:
         return self.manage("shell", "-c", code)
+
+    def add_user(self, username: str, group: str) -> None:
+        """A user in one of the demo groups, with the test password."""
+        self.python(
+            "from django.contrib.auth.models import Group, User\n"
+            f"u = User.objects.create_user({username!r}, password={PASSWORD!r})\n"
+            f"u.groups.add(Group.objects.get(name={group!r}))\n"
+        )
 
     def schedule(self, code: str, task: str, trigger: dict, **fields: object) -> None:
         self.schedules([(code, task, trigger, fields)])

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import time
 import urllib.parse
@@ -17,7 +18,19 @@ from http.cookiejar import CookieJar
 
 import pytest
 
-pytestmark = [pytest.mark.production, pytest.mark.slow]
+from .conftest import PASSWORD
+
+pytestmark = [
+    pytest.mark.production,
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not (
+            os.environ.get("DATABASE_URL", "").startswith("postgres")
+            and os.environ.get("REDIS_URL")
+        ),
+        reason="needs PostgreSQL and Redis: run python -m tests.production_profile",
+    ),
+]
 
 SCHEDULES = 200
 SECONDS = 20
@@ -98,15 +111,11 @@ def test_enqueued_runs_are_executed_once_by_the_worker_pool(site) -> None:
 def test_a_run_event_reaches_a_browser_socket_on_another_process_through_redis(site) -> None:
     import websockets
 
-    from tests.browser.conftest import free_port
+    from .conftest import free_port
 
     site.env["DJANGO_SECURE_COOKIES"] = "false"  # plain http on 127.0.0.1
     site.manage("collectstatic", "--noinput", "-v0")
-    site.python(
-        "from django.contrib.auth.models import Group, User\n"
-        "u = User.objects.create_user('watcher', password='a-long-test-password')\n"
-        "u.groups.add(Group.objects.get(name='Viewers'))\n"
-    )
+    site.add_user("watcher", "Viewers")
     site.schedule("pinged", "test.echo", {"kind": "interval", "every": 3600})
     port = free_port()
     web = site.start_command_raw(
@@ -153,7 +162,7 @@ def _log_in(base: str, username: str) -> str:
             time.sleep(0.2)
     token = page.split('name="csrfmiddlewaretoken" value="', 1)[1].split('"', 1)[0]
     form = urllib.parse.urlencode(
-        {"username": username, "password": "a-long-test-password", "csrfmiddlewaretoken": token}
+        {"username": username, "password": PASSWORD, "csrfmiddlewaretoken": token}
     ).encode()
     request = urllib.request.Request(
         f"{base}/login/", data=form, headers={"Referer": f"{base}/login/"}

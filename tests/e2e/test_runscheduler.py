@@ -11,6 +11,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from .conftest import free_port
+
 pytestmark = pytest.mark.slow
 
 
@@ -141,14 +143,6 @@ def test_two_schedulers_on_one_sqlite_database_never_run_a_slot_twice(site) -> N
         (parse(up) + timedelta(seconds=2)).strftime("%Y-%m-%d %H:%M:%S"),
     )
     assert others == [], others
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def test_serve_runs_the_web_app_and_the_scheduler_in_one_process(site) -> None:
