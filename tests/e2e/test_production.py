@@ -85,8 +85,13 @@ def test_enqueued_runs_are_executed_once_by_the_worker_pool(site) -> None:
                     for i in range(SCHEDULES)])  # fmt: skip
     schedulers = [site.start(), site.start(), site.start()]
     workers = [site.start_command("db_worker", "--interval", "0.05") for _ in range(2)]
+    site.wait_for("SELECT 1 FROM schedules_schedulerinstance GROUP BY kind HAVING count(*) = 3")
     began = datetime.now(UTC)
-    time.sleep(SECONDS)
+    time.sleep(SECONDS / 2)
+    victim = schedulers.pop()
+    victim.send_signal(signal.SIGKILL)  # a claim and its enqueue share one transaction
+    victim.wait(10)
+    time.sleep(SECONDS / 2)
     ended = datetime.now(UTC)
     for process in schedulers:
         assert site.stop(process) == 0
