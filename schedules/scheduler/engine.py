@@ -91,8 +91,8 @@ class Scheduler:
         return False
 
     def _local_in_flight(self) -> dict[int, int]:
-        counts = self.executor.lingering_counts()
-        return counts
+        """Sync threads of this process that outlived their timeout, per schedule."""
+        return self.executor.lingering_counts()
 
     # -------------------------------------------------------------- lifecycle
 
