@@ -193,6 +193,15 @@ def _missed_slots(trigger: Trigger, first: datetime, now: datetime, keep: int):
     return count, list(latest)
 
 
+def due_schedules(*, now: datetime, tasks: Registry):
+    """Active schedules of declared tasks whose slot has come (reads schedule_due_idx)."""
+    return Schedule.objects.filter(
+        status=ScheduleStatus.ACTIVE,
+        next_run_at__lte=now,
+        task_name__in=sorted(tasks.runnable_names()),
+    ).order_by("next_run_at", "-priority")
+
+
 def claim_due(
     *,
     now: datetime,
@@ -207,13 +216,7 @@ def claim_due(
     One transaction for the batch; if the unique-slot safety net fires, the
     batch is retried slot by slot so that only the offending slot is dropped.
     """
-    due = list(
-        Schedule.objects.filter(
-            status=ScheduleStatus.ACTIVE,
-            next_run_at__lte=now,
-            task_name__in=sorted(tasks.runnable_names()),
-        ).order_by("next_run_at", "-priority")[:limit]
-    )
+    due = list(due_schedules(now=now, tasks=tasks)[:limit])
     plans = []
     for schedule in due:
         slot = schedule.next_run_at

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
+import pytest
+
 from schedules.models import RunReason, RunStatus, Schedule
 
 from .conftest import T0, create, every, reload, runs_of
@@ -108,3 +110,12 @@ def test_a_pass_costs_what_is_due_not_what_exists(db, django_assert_num_queries)
     earliest = min(Schedule.objects.values_list("next_run_at", flat=True))
     with django_assert_num_queries(2):
         assert store.next_wakeup(tasks=registry) == earliest
+
+
+@pytest.mark.sqlite
+def test_the_due_query_reads_the_due_index_not_every_schedule_of_a_task(db) -> None:
+    from schedules.registry import registry
+    from schedules.scheduler import store
+
+    plan = store.due_schedules(now=T0, tasks=registry).explain()
+    assert "schedule_due_idx" in plan, plan
