@@ -13,8 +13,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def child_environment() -> dict[str, str]:
-    """The environment for the product's own processes: without the test-only escape hatch
-    (the browser tests allow async-unsafe calls in this process, never in the product)."""
+    """The environment for the product's own processes, without Django's async-safety
+    escape hatch should the developer's shell set it: the product must never run with it."""
     env = dict(os.environ)
     env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
     return env

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import time
 import urllib.request
@@ -94,6 +93,3 @@ def htmx_idle(page) -> None:
 def artifacts() -> Path:
     ARTIFACTS.mkdir(exist_ok=True)
     return ARTIFACTS
-
-
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
