@@ -48,9 +48,10 @@ class RunEventsConsumer(AsyncWebsocketConsumer):
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
         since = (query.get("since") or [""])[0]
-        if self.view == "log" and since:
+        after = (query.get("after") or ["0"])[0]
+        if self.view == "log" and since and after.isdigit():
             # Events between the page's render and this connect are sent now.
-            for html in await self._log_rows_since(since, schedule):
+            for html in await self._log_rows_since(since, int(after), schedule):
                 await self.send(text_data=html)
 
     async def disconnect(self, code: int) -> None:
@@ -70,8 +71,9 @@ class RunEventsConsumer(AsyncWebsocketConsumer):
             await self.send(text_data=html)
 
     @database_sync_to_async
-    def _log_rows_since(self, since: str, schedule: str) -> list[str]:
-        from django.db.models.functions import Coalesce
+    def _log_rows_since(self, since: str, after: int, schedule: str) -> list[str]:
+        """Runs created after run `after` or finished after `since` (both indexed)."""
+        from django.db.models import Q
 
         from .models import Run
 
@@ -79,11 +81,13 @@ class RunEventsConsumer(AsyncWebsocketConsumer):
             moment = datetime.fromisoformat(since)
         except ValueError:
             return []
-        runs = Run.objects.annotate(at=Coalesce("finished_at", "started_at", "queued_at"))
-        runs = runs.filter(at__gt=moment)
+        runs = Run.objects.filter(Q(pk__gt=after) | Q(finished_at__gt=moment))
         if schedule.isdigit():
             runs = runs.filter(schedule_id=int(schedule))
-        recent = list(runs.order_by("-at", "-pk")[:100])
+        recent = list(runs.order_by("-pk")[:100])
+        for run in recent:
+            run.at = run.finished_at or run.started_at or run.queued_at
+        recent.sort(key=lambda run: run.at, reverse=True)
         return [
             render_to_string("schedules/_log_row.html", {"run": run, "oob": True})
             for run in reversed(recent)

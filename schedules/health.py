@@ -7,8 +7,8 @@ from datetime import datetime
 from django.db.models import Count, Q
 
 from .conf import setting
-from .models import Run, RunStatus, Schedule, ScheduleStatus
-from .scheduler.store import ERROR_OUTCOMES, alive_instances, recent_error_rate
+from .models import Schedule, ScheduleStatus
+from .scheduler.store import alive_instances, recent_error_rate, run_totals
 
 
 def health_report(*, now: datetime) -> tuple[bool, dict]:
@@ -19,12 +19,7 @@ def health_report(*, now: datetime) -> tuple[bool, dict]:
         active=Count("pk", filter=Q(status=ScheduleStatus.ACTIVE)),
         paused=Count("pk", filter=Q(status=ScheduleStatus.PAUSED)),
     )
-    runs = Run.objects.aggregate(
-        total=Count("pk"),
-        running=Count("pk", filter=Q(status=RunStatus.RUNNING)),
-        queued=Count("pk", filter=Q(status=RunStatus.QUEUED)),
-        errors=Count("pk", filter=Q(status__in=ERROR_OUTCOMES)),
-    )
+    runs = run_totals()
     window = setting("SILLO_HEALTH_WINDOW")
     recent, recent_errors = recent_error_rate(now=now, window=window)
     rate = recent_errors / recent if recent else 0.0

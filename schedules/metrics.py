@@ -13,11 +13,16 @@ from datetime import timedelta
 
 from django.db.models import Count
 from django.utils import timezone
-from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+)
 from prometheus_client.registry import Collector
 
 from .conf import setting
-from .models import Run, RunReason, RunStatus, Schedule, SchedulerInstance
+from .models import Run, RunReason, Schedule, SchedulerInstance
+from .scheduler.store import run_totals
 
 LATENESS_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 DURATION_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600)
@@ -43,11 +48,15 @@ class SilloCollector(Collector):
         stale_after = setting("SILLO_STALE_AFTER")
         window = setting("SILLO_METRICS_WINDOW")
 
-        runs = GaugeMetricFamily("sillo_runs", "Run records kept, by status", labels=["status"])
-        counts = dict(Run.objects.values_list("status").annotate(n=Count("pk")))
-        for status in RunStatus.values:
-            runs.add_metric([status], counts.get(status, 0))
-        yield runs
+        totals = run_totals()
+        yield CounterMetricFamily("sillo_runs", "Runs executed", value=totals["total"])
+        yield CounterMetricFamily(
+            "sillo_run_errors", "Runs failed, timed out or interrupted", value=totals["errors"]
+        )
+        in_flight = GaugeMetricFamily("sillo_runs_in_flight", "Runs now", labels=["status"])
+        for status in ("running", "queued"):
+            in_flight.add_metric([status], totals[status])
+        yield in_flight
 
         schedules = GaugeMetricFamily("sillo_schedules", "Schedules, by status", labels=["status"])
         by_status = dict(Schedule.objects.values_list("status").annotate(n=Count("pk")))

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta
+from functools import lru_cache
 
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from .timing import InvalidTrigger, Trigger, trigger_from_spec
+from .timing import Trigger, trigger_from_spec
 
 
 class ScheduleStatus(models.TextChoices):
@@ -152,15 +154,16 @@ class Schedule(models.Model):
         return self.code
 
     def get_trigger(self) -> Trigger:
-        """The parsed trigger; raises InvalidTrigger for a spec that no longer parses."""
-        return trigger_from_spec(self.trigger)
+        """The parsed trigger; raises InvalidTrigger for a spec that no longer parses.
 
-    @property
-    def trigger_text(self) -> str:
-        try:
-            return self.get_trigger().describe()
-        except InvalidTrigger as exc:
-            return f"invalid trigger: {exc}"
+        Triggers are immutable, so schedules with the same spec share one parse.
+        """
+        return _parse_spec(json.dumps(self.trigger, sort_keys=True))
+
+
+@lru_cache(maxsize=10_000)
+def _parse_spec(spec_json: str) -> Trigger:
+    return trigger_from_spec(spec_json)
 
 
 class Run(models.Model):
@@ -200,6 +203,8 @@ class Run(models.Model):
             models.Index(
                 fields=["not_before"], name="run_queued_idx", condition=Q(status="queued")
             ),
+            # Health's error rate, the metrics window and the live log's catch-up.
+            models.Index(fields=["finished_at"], name="run_finished_idx"),
             # In-flight counts (max_instances) and crash recovery.
             models.Index(
                 fields=["schedule", "scheduler"],

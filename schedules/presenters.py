@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from .flags import flags_for
+from .flags import describe
 from .models import Run, Schedule
 from .registry import Registry, registry
-from .timing import InvalidTrigger
 
 
 def iso(value: datetime | None) -> str | None:
@@ -15,10 +14,7 @@ def iso(value: datetime | None) -> str | None:
 
 
 def schedule_data(schedule: Schedule, tasks: Registry = registry) -> dict:
-    try:
-        description = schedule.get_trigger().describe()
-    except InvalidTrigger as exc:
-        description = f"invalid trigger: {exc}"
+    description, flags = describe(schedule, tasks)
     return {
         "code": schedule.code,
         "task_name": schedule.task_name,
@@ -37,7 +33,7 @@ def schedule_data(schedule: Schedule, tasks: Registry = registry) -> dict:
         else round(schedule.last_duration * 1000),
         "runs": schedule.run_count,
         "errors": schedule.error_count,
-        "flags": flags_for(schedule, tasks),
+        "flags": [flag.name for flag in flags],
         "options": {
             "timeout": schedule.timeout,
             "max_attempts": schedule.max_attempts,

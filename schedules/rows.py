@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .access import abilities
+from .flags import Flag, describe
 from .models import Run, Schedule, ScheduleStatus
 from .queries import latest_runs, running_counts
 from .registry import Registry, registry
-from .scheduler.store import parsed_trigger
 from .services import TRANSITIONS
-from .timing import InvalidTrigger
-
-
-@dataclass
-class Flag:
-    name: str
-    reason: str
 
 
 @dataclass
@@ -29,39 +22,10 @@ class ScheduleRow:
     running: int
     can_run_now: bool
     run_now_blocked: str = ""
-    extra: dict = field(default_factory=dict)
 
     @property
     def pk(self) -> int:
         return self.schedule.pk
-
-
-def schedule_flags(schedule: Schedule, tasks: Registry) -> tuple[str, list[Flag]]:
-    found = tasks.declarations.get(schedule.task_name, [])
-    flags = []
-    if not found:
-        flags.append(
-            Flag(
-                "orphan",
-                f"No code declares task '{schedule.task_name}': this schedule never runs. "
-                "It is kept until someone deletes it.",
-            )
-        )
-    elif len(found) > 1:
-        modules = ", ".join(d.qualname for d in found)
-        flags.append(
-            Flag(
-                "duplicate",
-                f"Task '{schedule.task_name}' is declared more than once ({modules}): "
-                "none of them runs until one is renamed.",
-            )
-        )
-    try:
-        text = parsed_trigger(schedule).describe()
-    except InvalidTrigger as exc:
-        text = "invalid trigger"
-        flags.append(Flag("invalid", f"The trigger does not parse ({exc}); it never fires."))
-    return text, flags
 
 
 def build_rows(schedules: list[Schedule], user, tasks: Registry = registry) -> list[ScheduleRow]:
@@ -72,7 +36,7 @@ def build_rows(schedules: list[Schedule], user, tasks: Registry = registry) -> l
     can = abilities(user)
     rows = []
     for schedule in schedules:
-        text, flags = schedule_flags(schedule, tasks)
+        text, flags = describe(schedule, tasks)
         actions = []
         if can["can_operate"]:
             if ScheduleStatus.PAUSED in TRANSITIONS[schedule.status]:

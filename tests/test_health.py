@@ -5,9 +5,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.db.models import F
 from django.utils import timezone
 
-from schedules.models import Run, RunReason, RunStatus, SchedulerInstance
+from schedules.models import Run, RunReason, RunStatus, Schedule, SchedulerInstance
 from tests.scheduler.conftest import every, make_schedule
 
 pytestmark = pytest.mark.django_db
@@ -20,12 +21,17 @@ def alive_scheduler(**fields) -> SchedulerInstance:
 
 
 def finished_runs(schedule, status: str, count: int) -> None:
+    """Runs as the scheduler records them: the run rows and the schedule's counters."""
     now = timezone.now()
     for _ in range(count):
         Run.objects.create(
             schedule=schedule, schedule_code=schedule.code, task_name=schedule.task_name,
             reason=RunReason.SCHEDULED, status=status, started_at=now, finished_at=now,
         )  # fmt: skip
+    failed = count if status == RunStatus.FAILED else 0
+    Schedule.objects.filter(pk=schedule.pk).update(
+        run_count=F("run_count") + count, error_count=F("error_count") + failed
+    )
 
 
 def test_it_is_public_and_unhealthy_without_a_scheduler(client) -> None:

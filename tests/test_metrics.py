@@ -36,11 +36,17 @@ def test_the_numbers_come_from_the_records(client, settings) -> None:
             schedule=schedule, schedule_code="m", task_name="test.echo", reason="scheduled",
             status=status, slot=slot, started_at=slot + timedelta(seconds=late), finished_at=now,
         )  # fmt: skip
+    schedule.run_count, schedule.error_count = 3, 1  # as the scheduler counts them
+    schedule.save()
+    Run.objects.create(schedule=schedule, schedule_code="m", task_name="test.echo",
+                       reason="manual", status="queued")  # fmt: skip
     response = client.get("/metrics")
     assert response.status_code == 200
     text = response.content.decode()
-    assert 'sillo_runs{status="succeeded"} 2.0' in text
-    assert 'sillo_runs{status="failed"} 1.0' in text
+    assert "sillo_runs_total 3.0" in text
+    assert "sillo_run_errors_total 1.0" in text
+    assert 'sillo_runs_in_flight{status="queued"} 1.0' in text
+    assert 'sillo_runs_in_flight{status="running"} 0.0' in text
     assert 'sillo_schedules{status="active"} 1.0' in text
     assert 'sillo_instances_alive{kind="scheduler"} 1.0' in text
     assert 'sillo_run_lateness_seconds_bucket{le="0.025"} 1.0' in text

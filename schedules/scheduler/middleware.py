@@ -11,7 +11,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -47,7 +47,6 @@ class RunContext:
     slot: datetime | None
     # Set by the retry middleware: seconds until the next attempt.
     retry_in: float | None = None
-    extra: dict = field(default_factory=dict)
 
 
 def build_pipeline(innermost: Handler, run: RunContext, factories: Sequence[Middleware]) -> Handler:

@@ -9,15 +9,14 @@ them up.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections import deque
 from datetime import datetime, timedelta
-from functools import lru_cache
 
 from django.db import IntegrityError, transaction
-from django.db.models import Count, F, Q
+from django.db.models import Count, F, Q, Sum
+from django.db.models.functions import Coalesce
 
 from ..models import (
     FINISHED,
@@ -30,7 +29,7 @@ from ..models import (
     ScheduleStatus,
 )
 from ..registry import Registry
-from ..timing import InvalidTrigger, Trigger, trigger_from_spec
+from ..timing import InvalidTrigger, Trigger
 from . import dispatch
 
 logger = logging.getLogger(__name__)
@@ -39,15 +38,6 @@ ONE_MICROSECOND = timedelta(microseconds=1)
 MISSED_COUNT_CAP = 10_000
 CATCH_UP_RECHECK = timedelta(seconds=1)
 ERROR_OUTCOMES = (RunStatus.FAILED, RunStatus.TIMED_OUT, RunStatus.INTERRUPTED)
-
-
-@lru_cache(maxsize=10_000)
-def _parse(spec_json: str) -> Trigger:
-    return trigger_from_spec(spec_json)
-
-
-def parsed_trigger(schedule: Schedule) -> Trigger:
-    return _parse(json.dumps(schedule.trigger, sort_keys=True))
 
 
 # ------------------------------------------------------------ instances
@@ -221,7 +211,7 @@ def claim_due(
     for schedule in due:
         slot = schedule.next_run_at
         try:
-            trigger = parsed_trigger(schedule)
+            trigger = schedule.get_trigger()
         except InvalidTrigger as exc:
             _park_invalid(schedule, slot, str(exc))
             continue
@@ -503,10 +493,20 @@ def prune_runs(*, schedule_id: int, keep: int) -> int:
     return deleted
 
 
-def run_counts() -> dict[str, int]:
-    return dict(
-        Run.objects.values_list("status").annotate(n=Count("pk")).values_list("status", "n")
+def run_totals() -> dict[str, int]:
+    """Runs executed and errors so far, and runs in flight: cheap at any log size.
+
+    Totals come from the schedules' counters (runs of deleted schedules drop
+    out); running and queued counts read the partial status indexes.
+    """
+    counters = Schedule.objects.aggregate(
+        total=Coalesce(Sum("run_count"), 0), errors=Coalesce(Sum("error_count"), 0)
     )
+    return {
+        **counters,
+        "running": Run.objects.filter(status=RunStatus.RUNNING).count(),
+        "queued": Run.objects.filter(status=RunStatus.QUEUED).count(),
+    }
 
 
 def recent_error_rate(*, now: datetime, window: float) -> tuple[int, int]:

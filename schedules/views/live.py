@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.db.models.functions import Coalesce
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.utils import timezone
@@ -21,12 +20,16 @@ def live_log(request: HttpRequest) -> HttpResponse:
     selected = request.GET.get("schedule", "")
     if selected.isdigit():
         runs = runs.filter(schedule_id=int(selected))
-    recent = runs.annotate(at=Coalesce("finished_at", "started_at", "queued_at")).order_by(
-        "-at", "-pk"
-    )[:RECENT]
+    # The newest runs by id (the primary key index), shown by their latest event.
+    recent = list(runs.order_by("-pk")[:RECENT])
+    for run in recent:
+        run.at = run.finished_at or run.started_at or run.queued_at
+    recent.sort(key=lambda run: run.at, reverse=True)
     context = {
         "since": timezone.now().isoformat(),
-        "runs": list(recent),
+        # Runs after this one, or finished after `since`, are sent when the socket connects.
+        "after": Run.objects.order_by("-pk").values_list("pk", flat=True).first() or 0,
+        "runs": recent,
         "schedules": Schedule.objects.order_by("code").values_list("pk", "code"),
         "selected": int(selected) if selected.isdigit() else None,
     }
