@@ -67,7 +67,6 @@ class Scheduler:
         self._stopping = False
         self._started = False
         self.in_flight: dict[int, asyncio.Task] = {}
-        self._in_flight_schedule: dict[int, int | None] = {}
         self._last: dict[str, datetime] = {}
         self._finished_since_prune: dict[int, int] = {}
         self._outcomes: list[tuple] = []
@@ -141,7 +140,7 @@ class Scheduler:
                 return
             except Exception:
                 logger.exception("scheduler start failed; retrying in %.0fs", backoff)
-                await asyncio.sleep(backoff)
+                await self.clock.wait(backoff, self._wake)
                 backoff = min(backoff * 2, MAX_BACKOFF)
 
     async def shutdown(self) -> None:
@@ -272,12 +271,10 @@ class Scheduler:
             return
         task = asyncio.create_task(self._execute(run), name=f"run-{run.pk}")
         self.in_flight[run.pk] = task
-        self._in_flight_schedule[run.pk] = run.schedule_id
         task.add_done_callback(partial(self._forget, run.pk))
 
     def _forget(self, run_id: int, _task: asyncio.Task) -> None:
         self.in_flight.pop(run_id, None)
-        self._in_flight_schedule.pop(run_id, None)
         self.wake()  # a free instance may unblock waiting runs
 
     # -------------------------------------------------------------- a run
