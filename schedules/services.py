@@ -100,6 +100,11 @@ def next_slot(schedule: Schedule, *, after: datetime) -> datetime | None:
         return None
 
 
+def display_zone(trigger: Trigger) -> str:
+    """The zone a schedule shows times in when none is chosen: its cron's, else UTC."""
+    return getattr(trigger, "tz", "UTC")
+
+
 def normalize_trigger(spec: dict | str, *, code: str) -> Trigger:
     """Parse a spec; intervals without a seed (at any depth) are seeded with the code."""
     trigger = trigger_from_spec(spec)
@@ -120,7 +125,7 @@ def schedule_create(
     task_name: str,
     trigger: dict | str,
     kwargs: dict | None = None,
-    tz: str = "UTC",
+    tz: str | None = None,
     source: str = ScheduleSource.OPERATOR,
     now: datetime | None = None,
     **options: object,
@@ -132,7 +137,7 @@ def schedule_create(
         task_name=task_name,
         kwargs=kwargs or {},
         trigger=parsed.to_spec(),
-        tz=tz,
+        tz=tz or display_zone(parsed),
         source=source,
         **options,
     )
@@ -152,6 +157,7 @@ def schedule_update(
     changed = spec != schedule.trigger
     for name, value in fields.items():
         setattr(schedule, name, value)
+    schedule.tz = schedule.tz or display_zone(parsed)
     schedule.trigger = spec
     schedule.source = ScheduleSource.OPERATOR
     if changed and schedule.status == ScheduleStatus.ACTIVE:
@@ -199,7 +205,7 @@ def _create_default(declaration: TaskDeclaration, now: datetime) -> Schedule:
         code=declaration.name,
         task_name=declaration.name,
         trigger=trigger.to_spec(),
-        tz=getattr(trigger, "tz", "UTC"),
+        tz=display_zone(trigger),
         source=ScheduleSource.CODE,
         timeout=options.timeout,
         max_attempts=options.max_attempts,

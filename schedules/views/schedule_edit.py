@@ -47,7 +47,7 @@ def schedule_create(request: HttpRequest) -> HttpResponse:
     node = node_from_data(request.POST)
     spec = spec_from_node(node)
     if form.is_valid() and spec is not None:
-        data = {**form.cleaned_data, "tz": form.cleaned_data["tz"] or spec.get("tz", "UTC")}
+        data = form.cleaned_data
         try:
             schedule = services.schedule_create(trigger=spec, **data)
         except InvalidTrigger as exc:
@@ -69,7 +69,6 @@ def schedule_edit(request: HttpRequest, pk: int) -> HttpResponse:
     spec = spec_from_node(node)
     if form.is_valid() and spec is not None:
         fields = {k: v for k, v in form.cleaned_data.items() if k != "code"}
-        fields["tz"] = fields["tz"] or spec.get("tz", "UTC")
         try:
             services.schedule_update(schedule=form.instance, trigger=spec, **fields)
         except InvalidTrigger as exc:

@@ -122,3 +122,10 @@ def test_reset_is_refused_without_a_code_default() -> None:
     schedule = make_schedule("plain", "test.echo", every(60))
     with pytest.raises(services.RunRefused, match="declares no valid code default"):
         services.schedule_reset_to_default(schedule=schedule, tasks=registry)
+
+
+def test_a_schedule_shows_its_crons_zone_unless_told_otherwise() -> None:
+    berlin = {"kind": "cron", "expression": "0 9 * * *", "tz": "Europe/Berlin"}
+    assert make_schedule("a", "test.echo", berlin).tz == "Europe/Berlin"
+    assert make_schedule("b", "test.echo", berlin, tz="Asia/Tokyo").tz == "Asia/Tokyo"
+    assert make_schedule("c", "test.echo", every(60)).tz == "UTC"
