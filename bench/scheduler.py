@@ -1,265 +1,285 @@
-"""Scheduler benchmark: fire lateness, dispatch throughput and idle CPU, side by side.
+"""Scheduler benchmark: lateness, dispatch throughput, idle CPU and memory, side by side.
 
-Runs this project's scheduler (on SQLite, in this process) and APScheduler 3's
-AsyncIOScheduler (memory job store) on the same workloads of no-op async
-tasks, one after the other on the same machine, and prints a table with the
-ratios. Lateness is measured the same way for both: inside the task, the time
-since the slot it was due for. Not a test: nothing here asserts.
+The systems (bench/scheduler_systems.py), on the same machine and workload of
+no-op async tasks: this project's scheduler on SQLite; APScheduler 3's
+AsyncIOScheduler with its memory job store, and with its SQLAlchemy job store
+on the same SQLite file; and a naive baseline that wakes every second and
+reads every schedule record.
 
-    python bench/scheduler.py [--quick] [--json FILE]
+Each (system, n) run starts a fresh process over records this process wrote,
+holding n steady schedules plus 1,000 burst schedules, and goes through:
+
+1. idle: nothing is due; CPU share per window, and resident memory at the end
+   (growth over the process before the system started);
+2. steady: the n schedules fire 100 times a second in all, slots spread evenly
+   (the same rate at every n, so the figures show what the number of schedules
+   costs); after a warm-up, lateness per window, each window a repetition;
+3. bursts: the 1,000 burst schedules fall due at the same instant, several
+   times; seconds until the last of each burst started, each a repetition.
+
+Lateness is measured the same way for every system: inside the task, the time
+since the slot it ran for. Not a test: nothing here asserts.
+
+    python bench/scheduler.py [--quick] [--json FILE] [--sizes N,..] [--systems S,..]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
-import os
-import platform
+import subprocess
 import sys
-import tempfile
 import time
-from datetime import UTC, datetime, timedelta
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-WORKDIR = Path(tempfile.mkdtemp(prefix="sillo-bench-"))
-os.environ.update(
-    {
-        "DJANGO_SETTINGS_MODULE": "sillo_dash.settings",
-        "SILLO_DATA_DIR": str(WORKDIR),
-        "DATABASE_URL": f"sqlite:///{WORKDIR / 'bench.sqlite3'}",
-        "DJANGO_LOG_LEVEL": "WARNING",
-        # Setup and readout happen between runs, never beside the loop's own queries.
-        "DJANGO_ALLOW_ASYNC_UNSAFE": "true",
-    }
-)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import logging  # noqa: E402
+from common import percentile, process_memory, quantiles, summary, write_results  # noqa: E402
+from scheduler_systems import SYSTEMS, WORKDIR, Plan, executions  # noqa: E402
 
-import django  # noqa: E402
-
-django.setup()
-# APScheduler logs each coroutine it cancels at shutdown; that is not a result.
-logging.getLogger("apscheduler").setLevel(logging.CRITICAL)
-
-from django.core.management import call_command  # noqa: E402
-from django.db import connection  # noqa: E402
-
-import schedules  # noqa: E402
-from schedules.models import Run, Schedule  # noqa: E402
-from schedules.scheduler.engine import Scheduler  # noqa: E402
-from schedules.scheduler.executor import Executor  # noqa: E402
-from schedules.timing import Interval  # noqa: E402
-
-# (code, wall time) of every task execution, filled by the no-op tasks.
-executions: list[tuple[str, float]] = []
+RATE = 100.0  # steady runs per second, whatever the number of schedules
+BURST = 1_000  # schedules due at the same instant in each burst
+SIZES = (1_000, 10_000, 100_000)
+BURST_TAIL = 6.0  # seconds after the last burst's slot to wait for its last run
 
 
-@schedules.task("bench.noop")
-async def noop(code: str = "") -> None:
-    executions.append((code, time.time()))
+@dataclass(frozen=True)
+class Shape:
+    """How long each phase lasts; quick and full differ only here."""
+
+    idle_windows: int
+    idle_window: float
+    warmup: float
+    windows: int
+    window: float
+    bursts: int
+    burst_every: float
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+QUICK = Shape(idle_windows=1, idle_window=1.0, warmup=0.5, windows=2, window=1.0, bursts=2,
+              burst_every=1.5)  # fmt: skip
+FULL = Shape(idle_windows=5, idle_window=2.0, warmup=2.0, windows=5, window=6.0, bursts=5,
+             burst_every=5.0)  # fmt: skip
 
 
-def lateness(anchor: dict[str, float], every: float) -> list[float]:
-    """Seconds between each execution and the slot it was due for."""
-    late = []
-    for code, at in executions:
-        base = anchor[code]
-        slot = base + ((at - base) // every) * every
-        late.append(at - slot)
-    return late
+@dataclass(frozen=True)
+class Timeline:
+    """Where one run's slots lie, in epoch seconds, and what they are."""
+
+    n: int
+    first: float  # the first steady slot; the idle phase ends here
+    burst_at: float
+    shape: Shape
+
+    @property
+    def every(self) -> float:
+        return self.n / RATE
+
+    @property
+    def ends(self) -> float:
+        return self.burst_at + self.shape.bursts * self.shape.burst_every
+
+    def plan(self) -> Plan:
+        slots = {f"s{i}": (self.first + i * self.every / self.n, self.every) for i in range(self.n)}
+        # Each burst has its own schedules, so a late run is never taken for the next burst's.
+        for k in range(self.shape.bursts):
+            at = self.burst_at + k * self.shape.burst_every
+            slots.update({f"b{k}.{i}": (at, 86400.0) for i in range(BURST)})
+        return Plan(slots)
 
 
-def fresh_database() -> None:
-    connection.close()
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{WORKDIR / 'bench.sqlite3'}{suffix}").unlink(missing_ok=True)
-    call_command("migrate", verbosity=0)
+# Seconds each system takes to be set up, per schedule (measured at 100,000:
+# records written in this process, or jobs added in the child), with room.
+SETUP_PER_SCHEDULE = {
+    "sillo": 5e-5,
+    "naive": 5e-5,
+    "apscheduler3-memory": 5e-5,
+    "apscheduler3-sqlalchemy": 9e-5,
+}
 
 
-def spread_anchors(n: int, every: float, start: float) -> dict[str, float]:
-    return {f"s{i}": start + (i * every / n) for i in range(n)}
+def timeline_for(system: str, n: int, shape: Shape) -> Timeline:
+    """The first steady slot comes after setup, the child's start and the idle phase."""
+    schedules = n + shape.bursts * BURST
+    setup = 2.5 + schedules * SETUP_PER_SCHEDULE.get(system, 1e-4)
+    idle = 0.5 + shape.idle_windows * shape.idle_window
+    first = time.time() + setup + idle
+    burst_at = first + shape.warmup + shape.windows * shape.window + 0.5
+    return Timeline(n, first, burst_at, shape)
 
 
-# ---------------------------------------------------------------- this project
+# ---------------------------------------------------------------- in the child
 
 
-async def run_sillo(anchors: dict[str, float], every: float, seconds: float) -> dict:
-    fresh_database()
-    now = datetime.now(UTC)
-    rows = []
-    for code, at in anchors.items():
-        trigger = Interval(every, anchor=datetime.fromtimestamp(at, UTC))
-        rows.append(
-            Schedule(
-                code=code,
-                task_name="bench.noop",
-                kwargs={"code": code},
-                trigger=trigger.to_spec(),
-                next_run_at=trigger.next_fire(now - timedelta(microseconds=1)),
-                misfire_grace=3600,
-                max_instances=1000,
-            )
-        )
-    Schedule.objects.bulk_create(rows, batch_size=2000)
-    connection.close()
-    executions.clear()
-    scheduler = Scheduler(executor=Executor(sync_workers=4))
-    stop = asyncio.Event()
-    cpu0, wall0 = time.process_time(), time.monotonic()
-    loop_task = asyncio.create_task(scheduler.run_forever(stop))
-    await asyncio.sleep(seconds)
-    stop.set()
-    await loop_task
-    cpu = time.process_time() - cpu0
-    wall = time.monotonic() - wall0
-    runs = Run.objects.count()
-    return {"executions": len(executions), "runs": runs, "cpu": cpu, "wall": wall}
+def child(system: str, timeline: Timeline) -> dict:
+    """Run one system over its prepared records through the phases; report raw figures."""
+    plan = timeline.plan()
+    gc.collect()
+    before = process_memory()["VmRSS"]
+    found: dict = {"rss_before": before}
+
+    async def phases(ready: float) -> None:
+        found["ready"] = ready
+        await asyncio.sleep(0.5)  # the idle phase's warm-up
+        shares = []
+        window = timeline.shape.idle_window
+        while time.time() + window < timeline.first - 0.2 and len(shares) < 20:
+            cpu = time.process_time()
+            await asyncio.sleep(window)
+            shares.append(100 * (time.process_time() - cpu) / window)
+        found["idle_cpu_percent"] = shares
+        found["rss_idle"] = process_memory()["VmRSS"]
+        await asyncio.sleep(max(0.0, timeline.ends + 0.5 - time.time()))
+        # A system slower than the bursts gets a few more seconds to start them all.
+        bursts = timeline.shape.bursts * BURST
+        while time.time() < timeline.ends + BURST_TAIL:
+            if sum(1 for code, _ in executions if code[0] == "b") >= bursts:
+                break
+            await asyncio.sleep(0.1)
+
+    asyncio.run(SYSTEMS[system][1](plan, phases))
+    found["peak_rss"] = process_memory()["VmHWM"]
+    found["executions"] = executions
+    return found
 
 
-# ---------------------------------------------------------------- APScheduler 3
+# ---------------------------------------------------------------- figures
 
 
-async def run_apscheduler(anchors: dict[str, float], every: float, seconds: float) -> dict:
-    from apscheduler.schedulers.asyncio import AsyncIOScheduler
-
-    executions.clear()
-    scheduler = AsyncIOScheduler(timezone="UTC")
-    for code, at in anchors.items():
-        scheduler.add_job(
-            noop,
-            "interval",
-            seconds=every,
-            start_date=datetime.fromtimestamp(at, UTC),
-            kwargs={"code": code},
-            id=code,
-            misfire_grace_time=3600,
-            max_instances=1000,
-            coalesce=False,
-        )
-    cpu0, wall0 = time.process_time(), time.monotonic()
-    scheduler.start()
-    await asyncio.sleep(seconds)
-    scheduler.shutdown(wait=False)
-    cpu = time.process_time() - cpu0
-    return {
-        "executions": len(executions),
-        "runs": len(executions),
-        "cpu": cpu,
-        "wall": time.monotonic() - wall0,
-    }
+def slot_of(anchor: float, every: float, at: float) -> float:
+    return anchor + ((at - anchor) // every) * every
 
 
-SYSTEMS = {"sillo": run_sillo, "apscheduler3": run_apscheduler}
-
-
-# ---------------------------------------------------------------- scenarios
-
-
-async def steady(n: int, every: float, seconds: float) -> dict:
-    """n schedules, slots spread evenly over `every`: lateness under a steady load."""
-    out = {}
-    for name, system in SYSTEMS.items():
-        start = time.time() + 3.0  # past setup
-        anchors = spread_anchors(n, every, start)
-        await system(anchors, every, seconds + 3.0)
-        late = lateness(anchors, every)
-        out[name] = {
-            "runs": len(late),
-            "p50_ms": percentile(late, 0.50) * 1000 if late else None,
-            "p99_ms": percentile(late, 0.99) * 1000 if late else None,
-            "max_ms": max(late) * 1000 if late else None,
-            "runs_per_s": len(late) / seconds,
-        }
-    return out
-
-
-async def burst(n: int) -> dict:
-    """n schedules due at the same instant: how long until every one has started."""
-    out = {}
-    for name, system in SYSTEMS.items():
-        due = time.time() + 4.0
-        anchors = dict.fromkeys((f"s{i}" for i in range(n)), due)
-        await system(anchors, 3600.0, 4.0 + max(3.0, n / 500))
-        starts = sorted(at for _, at in executions)
-        if len(starts) < n:
-            out[name] = {"started": len(starts), "all_started_s": None, "runs_per_s": None}
+def steady_figures(timeline: Timeline, runs: list, measure_from: float) -> dict:
+    """Lateness per window (each a repetition), and how many slots ran."""
+    shape = timeline.shape
+    windows: list[list[float]] = [[] for _ in range(shape.windows)]
+    every = timeline.every
+    for code, at in runs:
+        if code[0] != "s":
             continue
-        all_started = starts[-1] - due
-        out[name] = {
-            "started": len(starts),
-            "all_started_s": all_started,
-            "runs_per_s": n / max(all_started, 1e-9),
-        }
-    return out
+        anchor = timeline.first + int(code[1:]) * every / timeline.n
+        slot = slot_of(anchor, every, at)
+        index = int((slot - measure_from) // shape.window)
+        if 0 <= index < shape.windows:
+            windows[index].append(at - slot)
+    pooled = [late for window in windows for late in window]
+    return {
+        "runs": len(pooled),
+        "expected": round(RATE * shape.window * shape.windows),
+        "p50_ms": summary(percentile(w, 0.50) * 1000 if w else None for w in windows),
+        "p99_ms": summary(percentile(w, 0.99) * 1000 if w else None for w in windows),
+        "max_ms": summary(max(w) * 1000 if w else None for w in windows),
+        "late_ms_quantiles": [x * 1000 for x in quantiles(pooled)],
+    }
 
 
-async def idle(n: int, seconds: float) -> dict:
-    """n schedules, none due during the window: CPU used while waiting."""
+def burst_figures(timeline: Timeline, runs: list) -> dict:
+    """For each burst: seconds from its slot until the last of its runs started."""
+    shape = timeline.shape
+    starts: list[list[float]] = [[] for _ in range(shape.bursts)]
+    for code, at in runs:
+        if code[0] == "b":
+            starts[int(code[1:].split(".")[0])].append(at)
+    done = []
+    for index, times in enumerate(starts):
+        slot = timeline.burst_at + index * shape.burst_every
+        done.append(max(times) - slot if len(times) == BURST else None)
+    return {
+        "started": [len(times) for times in starts],
+        "all_started_s": summary(done),
+        "runs_per_s": summary(BURST / d if d else None for d in done),
+    }
+
+
+def one_run(system: str, n: int, shape: Shape) -> dict:
+    timeline = timeline_for(system, n, shape)
+    prepare = SYSTEMS[system][0]
+    prepare(timeline.plan())
+    report = WORKDIR / "child.json"
+    subprocess.run(
+        [sys.executable, __file__, "--child", system, json.dumps(asdict(timeline)), str(report)],
+        check=True,
+    )
+    raw = json.loads(report.read_text())
+    measure_from = max(timeline.first, raw["ready"]) + shape.warmup
+    return {
+        "setup_overran_s": max(0.0, raw["ready"] - timeline.first),
+        "idle_cpu_percent": summary(raw["idle_cpu_percent"]),
+        "rss_growth_bytes": raw["rss_idle"] - raw["rss_before"],
+        "peak_rss_mb": raw["peak_rss"] / 2**20,
+        **steady_figures(timeline, raw["executions"], measure_from),
+        "burst": burst_figures(timeline, raw["executions"]),
+    }
+
+
+def memory_per_schedule(by_size: dict) -> dict:
+    """Per schedule: the growth between the smallest and largest runs, over the difference.
+
+    What a system holds whatever its size (threads, connections, imports)
+    cancels out; what each schedule costs remains.
+    """
+    small, large = min(by_size), max(by_size)
     out = {}
-    for name, system in SYSTEMS.items():
-        anchors = spread_anchors(n, 86400.0, time.time() + 3600)
-        stats = await system(anchors, 86400.0, seconds)
-        out[name] = {"cpu_percent": 100 * stats["cpu"] / stats["wall"]}
+    for system in by_size[large]:
+        if system not in by_size[small]:
+            continue
+        grown = (
+            by_size[large][system]["rss_growth_bytes"] - by_size[small][system]["rss_growth_bytes"]
+        )
+        out[system] = {"bytes_per_schedule": grown / (large - small), "between": [small, large]}
     return out
 
 
-def ratio(ours: float | None, theirs: float | None) -> str:
-    if not ours or not theirs:
-        return "-"
-    return f"{theirs / ours:.2f}x"
+def line(n: int, system: str, row: dict) -> str:
+    def median(figure: dict | None, scale: str = "{:.1f}") -> str:
+        return scale.format(figure["median"]) if figure else "-"
+
+    burst = row["burst"]
+    return (
+        f"{n:>7} {system:24} runs {row['runs']}/{row['expected']}, "
+        f"p50 {median(row['p50_ms'])} ms, p99 {median(row['p99_ms'])} ms, "
+        f"max {median(row['max_ms'])} ms; burst all started after "
+        f"{median(burst['all_started_s'], '{:.3f}')} s; idle CPU "
+        f"{median(row['idle_cpu_percent'], '{:.2f}')}%; "
+        f"RSS +{row['rss_growth_bytes'] / 2**20:.1f} MB"
+    )
 
 
-async def main() -> None:
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--json", type=Path)
+    parser.add_argument("--quick", action="store_true", help="shorter phases")
+    parser.add_argument("--json", type=Path, help="write the results here")
+    parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="schedule counts")
+    parser.add_argument("--systems", default=",".join(SYSTEMS), help="systems to run")
+    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    window = 15.0 if args.quick else 40.0
-    sizes = [1000, 10_000]
+    if args.child:
+        system, timeline, report = args.child
+        fields = json.loads(timeline)
+        fields["shape"] = Shape(**fields["shape"])
+        Path(report).write_text(json.dumps(child(system, Timeline(**fields))))
+        return
 
-    print(f"scheduler benchmark: Python {platform.python_version()}, {os.cpu_count()} CPUs")
-    results: dict = {"steady": {}, "burst": {}, "idle": {}}
+    shape = QUICK if args.quick else FULL
+    sizes = [int(n) for n in args.sizes.split(",")]
+    systems = args.systems.split(",")
+    print(f"scheduler: {RATE:.0f} runs/s steady and bursts of {BURST}; {shape}", flush=True)
+    load: dict = {}
     for n in sizes:
-        results["steady"][n] = await steady(n, every=30.0, seconds=window)
-    for n in sizes:
-        results["burst"][n] = await burst(n)
-    results["idle"][10_000] = await idle(10_000, 10.0 if args.quick else 30.0)
-
-    print(f"\nsteady load: n schedules every 30s, slots spread evenly, {window:.0f}s window")
-    columns = ("runs", "p50 ms", "p99 ms", "max ms", "runs/s")
-    print(f"{'n':>7} {'system':14} " + " ".join(f"{c:>9}" for c in columns))
-    for n, by_system in results["steady"].items():
-        for name, row in by_system.items():
-            print(
-                f"{n:>7} {name:14} {row['runs']:>9} {row['p50_ms'] or 0:>9.1f} "
-                f"{row['p99_ms'] or 0:>9.1f} {row['max_ms'] or 0:>9.1f} {row['runs_per_s']:>9.1f}"
-            )
-        p99 = ratio(by_system["sillo"]["p99_ms"], by_system["apscheduler3"]["p99_ms"])
-        print(f"{'':>7} {'p99 ratio':14} {p99:>45}")
-
-    print("\nburst: n schedules due at the same instant")
-    print(f"{'n':>7} {'system':14} {'started':>8} {'all started after s':>20} {'runs/s':>9}")
-    for n, by_system in results["burst"].items():
-        for name, row in by_system.items():
-            after = "-" if row["all_started_s"] is None else f"{row['all_started_s']:.3f}"
-            rate = "-" if row["runs_per_s"] is None else f"{row['runs_per_s']:.0f}"
-            print(f"{n:>7} {name:14} {row['started']:>8} {after:>20} {rate:>9}")
-
-    print("\nidle: 10,000 schedules, none due")
-    for name, row in results["idle"][10_000].items():
-        print(f"{'':>7} {name:14} CPU {row['cpu_percent']:.2f}% of a core")
-    print("\nratio = APScheduler figure / sillo figure (above 1: sillo is better)")
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2, default=str))
+        load[n] = {}
+        for system in systems:
+            load[n][system] = one_run(system, n, shape)
+            print(line(n, system, load[n][system]), flush=True)
+    settings = {"rate": RATE, "burst": BURST, "sizes": sizes, "systems": systems,
+                "database": "SQLite (WAL)", "shape": asdict(shape),
+                "quick": args.quick}  # fmt: skip
+    figures = {"load": load, "memory": memory_per_schedule(load) if len(sizes) > 1 else {}}
+    write_results(args.json, "scheduler", settings, figures)
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    main()

@@ -1,0 +1,95 @@
+"""What every benchmark shares: statistics, the machine, the results file.
+
+Each benchmark script writes one JSON document: {"benchmark", "machine",
+"settings", ...its own figures}. `bench/report.py` turns the set into
+docs/benchmarks.md. Figures from repeated measurements are summaries:
+{"median", "min", "max", "n"}.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+from collections.abc import Iterable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results"
+SEED = 20261201  # every random choice in the benchmarks starts here
+
+
+def percentile(values: Iterable[float], q: float) -> float:
+    """The q-quantile by the nearest-rank rule (no interpolation between samples)."""
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    return ordered[min(len(ordered) - 1, max(0, int(q * len(ordered) + 0.5) - 1))]
+
+
+def summary(values: Iterable[float | None]) -> dict | None:
+    """Median and spread of repeated measurements; None when nothing was measured."""
+    present = [v for v in values if v is not None]
+    if not present:
+        return None
+    return {
+        "median": statistics.median(present),
+        "min": min(present),
+        "max": max(present),
+        "n": len(present),
+    }
+
+
+def machine() -> dict:
+    """The facts that decide whether two reports can be compared."""
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    memory = 0
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                memory = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return {
+        "cpus": os.cpu_count(),
+        "cpu_model": model or platform.processor() or platform.machine(),
+        "memory_gb": round(memory / 2**30, 1) if memory else None,
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "system": f"{platform.system()} {platform.release()} {platform.machine()}",
+    }
+
+
+def write_results(path: Path | None, benchmark: str, settings: dict, figures: dict) -> None:
+    if path is None:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    document = {"benchmark": benchmark, "machine": machine(), "settings": settings, **figures}
+    path.write_text(json.dumps(document, indent=1, default=str))
+
+
+def process_memory(pid: int | str = "self") -> dict[str, int]:
+    """Resident set size now and at its peak (VmRSS, VmHWM), in bytes."""
+    found = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            found[key] = int(value.split()[0]) * 1024
+    return found
+
+
+def quantiles(values: list[float], points: int = 200) -> list[float]:
+    """A sorted sample reduced to `points` evenly spaced quantiles, for plots."""
+    ordered = sorted(values)
+    if len(ordered) <= points:
+        return ordered
+    step = (len(ordered) - 1) / (points - 1)
+    return [ordered[round(i * step)] for i in range(points)]

@@ -1,0 +1,245 @@
+"""The schedulers that bench/scheduler.py runs side by side, behind one interface.
+
+Each system has `prepare(plan)`, which writes its records before it starts
+(run in the parent process, not measured), and `run(plan, phases)`, which
+starts it in this process, calls `phases(ready_at)` while it is up and stops
+it after. Every system runs the same no-op coroutine, which notes the wall
+time it started at.
+
+Importing this module configures Django on the benchmark's SQLite file
+(SILLO_BENCH_DIR, else a new temporary folder).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import pickle
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+WORKDIR = Path(os.environ.get("SILLO_BENCH_DIR") or tempfile.mkdtemp(prefix="sillo-bench-"))
+os.environ["SILLO_BENCH_DIR"] = str(WORKDIR)
+DATABASE = WORKDIR / "bench.sqlite3"
+os.environ.update(
+    {
+        "DJANGO_SETTINGS_MODULE": "sillo_dash.settings",
+        "SILLO_DATA_DIR": str(WORKDIR),
+        "DATABASE_URL": f"sqlite:///{DATABASE}",
+        "DJANGO_LOG_LEVEL": "WARNING",
+        # Setup and readout happen before and after a system runs, never beside it.
+        "DJANGO_ALLOW_ASYNC_UNSAFE": "true",
+    }
+)
+
+import django  # noqa: E402
+
+django.setup()
+# APScheduler logs each coroutine it cancels at shutdown; that is not a result.
+logging.getLogger("apscheduler").setLevel(logging.CRITICAL)
+
+from django.core.management import call_command  # noqa: E402
+from django.db import connection, transaction  # noqa: E402
+
+import schedules  # noqa: E402
+from schedules.models import Schedule  # noqa: E402
+from schedules.scheduler.engine import Scheduler  # noqa: E402
+from schedules.timing import Interval  # noqa: E402
+
+# (code, wall time) of every task execution.
+executions: list[tuple[str, float]] = []
+
+
+@schedules.task("bench.noop")
+async def noop(code: str = "") -> None:
+    executions.append((code, time.time()))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Every schedule of one run: code -> (anchor in epoch s, interval in s)."""
+
+    slots: dict[str, tuple[float, float]]
+
+
+Phases = Callable[[float], Awaitable[None]]
+
+
+# ---------------------------------------------------------------- records
+
+
+def fresh_database() -> None:
+    connection.close()
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{DATABASE}{suffix}").unlink(missing_ok=True)
+    call_command("migrate", verbosity=0)
+
+
+def schedule_rows(plan: Plan) -> None:
+    """The schedule records sillo and the naive baseline read (the same table and rows).
+
+    One model instance gives every column's stored value; each row then
+    differs only in its code, kwargs, trigger and next slot, so 100,000 rows
+    go in with one executemany (the ORM's bulk_create takes 20 s for them).
+    """
+    fresh_database()
+    template = Schedule(
+        code="", task_name="bench.noop", kwargs={}, trigger={}, misfire_grace=3600,
+        max_instances=1000, next_run_at=datetime.now(UTC),
+    )  # fmt: skip
+    fields = [f for f in Schedule._meta.concrete_fields if not f.primary_key]
+    base = {f.column: f.get_db_prep_save(f.pre_save(template, True), connection) for f in fields}
+    columns = list(base)
+    rows = []
+    for code, (at, every) in plan.slots.items():
+        trigger = Interval(every, anchor=datetime.fromtimestamp(at, UTC), seed=code)
+        row = {
+            **base,
+            "code": code,
+            "kwargs": json.dumps({"code": code}),
+            "trigger": json.dumps(trigger.to_spec()),
+            "next_run_at": connection.ops.adapt_datetimefield_value(trigger.anchor),
+        }
+        rows.append([row[column] for column in columns])
+    table = Schedule._meta.db_table
+    placeholders = ", ".join(["%s"] * len(columns))
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.executemany(
+            f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({placeholders})", rows
+        )
+    connection.close()
+
+
+def aps_jobs(scheduler, plan: Plan) -> None:
+    for code, (at, every) in plan.slots.items():
+        scheduler.add_job(
+            noop, "interval", seconds=every, start_date=datetime.fromtimestamp(at, UTC),
+            kwargs={"code": code}, id=code, misfire_grace_time=3600, max_instances=1000,
+            coalesce=False,
+        )  # fmt: skip
+
+
+def sqlalchemy_jobs(plan: Plan) -> None:
+    """APScheduler's job table in the benchmark's SQLite file, holding the plan.
+
+    APScheduler adds a job with one INSERT and commit each; the same rows (its
+    own pickled job states) go in with one executemany instead, so 100,000
+    jobs take seconds rather than minutes. Setup is not measured either way.
+    """
+    from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
+    from apscheduler.schedulers.background import BackgroundScheduler
+    from apscheduler.util import datetime_to_utc_timestamp
+
+    fresh_database()  # the same file as sillo's records
+    staging = BackgroundScheduler(timezone="UTC")
+    staging.start(paused=True)
+    aps_jobs(staging, plan)
+    store = SQLAlchemyJobStore(url=f"sqlite:///{DATABASE}")
+    store.jobs_t.create(store.engine, checkfirst=True)
+    rows = [
+        {
+            "id": job.id,
+            "next_run_time": datetime_to_utc_timestamp(job.next_run_time),
+            "job_state": pickle.dumps(job.__getstate__(), store.pickle_protocol),
+        }
+        for job in staging.get_jobs()
+    ]
+    staging.shutdown(wait=False)
+    with store.engine.begin() as db:
+        db.execute(store.jobs_t.insert(), rows)
+    store.engine.dispose()
+
+
+def nothing(plan: Plan) -> None:
+    """The memory store is filled when it starts: those jobs are its memory."""
+
+
+# ---------------------------------------------------------------- systems
+
+
+async def run_sillo(plan: Plan, phases: Phases) -> None:
+    """This project's scheduler with its default settings."""
+    scheduler = Scheduler()
+    stop = asyncio.Event()
+    loop_task = asyncio.create_task(scheduler.run_forever(stop))
+    await phases(time.time())
+    stop.set()
+    await loop_task
+
+
+async def _run_aps(plan: Plan, phases: Phases, jobstore) -> None:
+    from apscheduler.jobstores.memory import MemoryJobStore
+    from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+    scheduler = AsyncIOScheduler(timezone="UTC", jobstores={"default": jobstore})
+    if isinstance(jobstore, MemoryJobStore):
+        scheduler.start(paused=True)
+        aps_jobs(scheduler, plan)
+        scheduler.resume()
+    else:
+        scheduler.start()
+    await phases(time.time())
+    scheduler.shutdown(wait=False)
+
+
+async def run_aps_memory(plan: Plan, phases: Phases) -> None:
+    from apscheduler.jobstores.memory import MemoryJobStore
+
+    await _run_aps(plan, phases, MemoryJobStore())
+
+
+async def run_aps_sqlalchemy(plan: Plan, phases: Phases) -> None:
+    from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
+
+    await _run_aps(plan, phases, SQLAlchemyJobStore(url=f"sqlite:///{DATABASE}"))
+
+
+def naive_scan(now: datetime) -> list[str]:
+    """Read every active schedule, take the due ones, save their next slot."""
+    due, changed = [], []
+    records = Schedule.objects.filter(status="active").only("id", "code", "trigger", "next_run_at")
+    for schedule in records:
+        if schedule.next_run_at <= now:
+            due.append(schedule.code)
+            spec = schedule.trigger
+            anchor = datetime.fromisoformat(spec["anchor"])
+            schedule.next_run_at = Interval(spec["every"], anchor=anchor).next_fire(now)
+            changed.append(schedule)
+    Schedule.objects.bulk_update(changed, ["next_run_at"], batch_size=1000)
+    return due
+
+
+async def run_naive(plan: Plan, phases: Phases) -> None:
+    """Wake every second, scan every record, start the due ones (no run log)."""
+    loop = asyncio.get_running_loop()
+    running: set[asyncio.Task] = set()
+
+    async def forever() -> None:
+        while True:
+            tick = time.monotonic()
+            for code in await loop.run_in_executor(None, naive_scan, datetime.now(UTC)):
+                task = asyncio.create_task(noop(code=code))
+                running.add(task)
+                task.add_done_callback(running.discard)
+            await asyncio.sleep(max(0.0, 1.0 - (time.monotonic() - tick)))
+
+    scanner = asyncio.create_task(forever())
+    await phases(time.time())
+    scanner.cancel()
+
+
+# name -> (prepare, run)
+SYSTEMS: dict[str, tuple[Callable[[Plan], None], Callable[[Plan, Phases], Awaitable[None]]]] = {
+    "sillo": (schedule_rows, run_sillo),
+    "apscheduler3-memory": (nothing, run_aps_memory),
+    "apscheduler3-sqlalchemy": (sqlalchemy_jobs, run_aps_sqlalchemy),
+    "naive": (schedule_rows, run_naive),
+}
