@@ -1,9 +1,16 @@
-"""Several schedulers on PostgreSQL: throughput and lateness with 1, 2 and 4 processes.
+"""Several schedulers on PostgreSQL: lateness and throughput with 1, 2 and 4 processes.
 
-Starts a throwaway PostgreSQL (as the test suite does), creates the schedules,
-runs N `manage.py runscheduler` processes side by side for a window, stops
-them with SIGTERM, and reads lateness (start minus slot) and throughput from
-the run records. Not a test: nothing here asserts.
+Starts a throwaway PostgreSQL (as the test suite does), writes the schedules,
+runs N `manage.py runscheduler` processes side by side, stops them with
+SIGTERM and reads everything from the run records:
+
+- steady: 2,000 schedules every 10 s (200 runs/s), slots spread evenly;
+  lateness (start minus slot) per window after a warm-up, each window a
+  repetition; every slot must run exactly once;
+- bursts: sets of 1,000 schedules, each set due at one instant; seconds until
+  the last run of a set started, each set a repetition.
+
+Not a test: nothing here asserts.
 
     python bench/scheduler_postgres.py [--quick] [--json FILE]
 """
@@ -13,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import signal
 import subprocess
 import sys
@@ -24,52 +30,52 @@ from pathlib import Path
 
 import psycopg
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from common import ROOT, percentile, summary, write_results  # noqa: E402
 
 from tests.production_profile import postgres  # noqa: E402
 
+STEADY, EVERY = 2_000, 10.0
+BURST = 1_000
+COUNTS = (1, 2, 4)
+QUICK = {"lead": 4.0, "warmup": 1.0, "windows": 3, "window": 1.5, "bursts": 2, "burst_every": 2.5}
+FULL = {"lead": 5.0, "warmup": 2.0, "windows": 8, "window": 3.0, "bursts": 4, "burst_every": 4.0}
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+INSERT = (
+    "INSERT INTO schedules_schedule (code, task_name, kwargs, trigger, tz, status, source, "
+    "timeout, max_attempts, retry_delay, max_instances, overlap, misfire, misfire_grace, "
+    "priority, dispatch, next_run_at, last_outcome, last_error, run_count, error_count, "
+    "created_at, updated_at) VALUES (%s, 'demo.heartbeat', '{}', %s, 'UTC', 'active', "
+    "'operator', NULL, 1, 10, 1, 'skip', 'skip', 3600, 0, 'inline', %s, '', '', 0, 0, now(), "
+    "now())"
+)
 
 
-def manage(env: dict, *args: str) -> None:
-    subprocess.run([sys.executable, str(ROOT / "manage.py"), *args], env=env, check=True,
-                   capture_output=True)  # fmt: skip
+def schedule_row(code: str, anchor: datetime, every: float) -> tuple:
+    spec = {"kind": "interval", "every": every, "jitter": 0.0, "anchor": anchor.isoformat(),
+            "seed": code}  # fmt: skip
+    return (code, json.dumps(spec), anchor)
 
 
-def run_case(
-    url: str,
-    env: dict,
-    schedulers: int,
-    schedules: int,
-    every: float,
-    window: float,
-    burst: bool = False,
-) -> dict:
+def run_case(url: str, env: dict, schedulers: int, shape: dict) -> dict:
+    first = datetime.now(UTC) + timedelta(seconds=shape["lead"])
+    measured = first + timedelta(seconds=shape["warmup"])
+    burst_at = measured + timedelta(seconds=shape["windows"] * shape["window"] + 0.5)
+    rows = [
+        schedule_row(f"s{i}", first + timedelta(seconds=EVERY * i / STEADY), EVERY)
+        for i in range(STEADY)
+    ]
+    for k in range(shape["bursts"]):
+        at = burst_at + timedelta(seconds=k * shape["burst_every"])
+        rows += [schedule_row(f"b{k}.{i}", at, 86400.0) for i in range(BURST)]
     with psycopg.connect(url, autocommit=True) as db:
         db.execute(
             "TRUNCATE schedules_run, schedules_schedule, schedules_schedulerinstance CASCADE"
         )
-        start = datetime.now(UTC) + timedelta(seconds=5)
-        rows = []
-        for i in range(schedules):
-            anchor = start if burst else start + timedelta(seconds=every * i / schedules)
-            spec = {"kind": "interval", "every": every, "jitter": 0.0,
-                    "anchor": anchor.isoformat(), "seed": f"b{i}"}  # fmt: skip
-            rows.append((f"b{i}", "demo.heartbeat", json.dumps(spec), anchor))
         with db.cursor() as cursor:
-            cursor.executemany(
-                "INSERT INTO schedules_schedule (code, task_name, kwargs, trigger, tz, status, "
-                "source, timeout, max_attempts, retry_delay, max_instances, overlap, misfire, "
-                "misfire_grace, priority, dispatch, next_run_at, last_outcome, last_error, "
-                "run_count, error_count, created_at, updated_at) VALUES (%s, %s, '{}', %s, 'UTC', "
-                "'active', 'operator', NULL, 1, 10, 1, 'skip', 'skip', 3600, 0, 'inline', %s, '', "
-                "'', 0, 0, now(), now())",
-                rows,
-            )
+            cursor.executemany(INSERT, rows)
     processes = [
         subprocess.Popen(
             [sys.executable, str(ROOT / "manage.py"), "runscheduler"],
@@ -79,63 +85,56 @@ def run_case(
         )  # fmt: skip
         for _ in range(schedulers)
     ]
-    time.sleep(5 + window)
+    ends = burst_at + timedelta(seconds=shape["bursts"] * shape["burst_every"] + 1.0)
+    time.sleep(max(0.0, (ends - datetime.now(UTC)).total_seconds()))
     for process in processes:
         process.send_signal(signal.SIGTERM)
     for process in processes:
         process.wait(60)
-    measured_from = start + timedelta(seconds=2)
-    measured_to = start + timedelta(seconds=window)
     with psycopg.connect(url, autocommit=True) as db:
         records = db.execute(
-            "SELECT EXTRACT(EPOCH FROM started_at - slot), status FROM schedules_run "
-            "WHERE slot >= %s AND slot < %s AND reason = 'scheduled'",
-            (measured_from, measured_to),
+            "SELECT schedule_code, slot, EXTRACT(EPOCH FROM started_at - slot) FROM schedules_run "
+            "WHERE reason = 'scheduled' AND started_at IS NOT NULL"
         ).fetchall()
         duplicates = db.execute(
             "SELECT count(*) FROM (SELECT schedule_id, slot FROM schedules_run "
             "GROUP BY schedule_id, slot HAVING count(*) > 1) d"
         ).fetchone()[0]
-    late = [float(seconds) for seconds, status in records if seconds is not None]
-    if burst:
-        with psycopg.connect(url, autocommit=True) as db:
-            started, last = db.execute(
-                "SELECT count(*), EXTRACT(EPOCH FROM max(started_at) - %s) FROM schedules_run",
-                (start,),
-            ).fetchone()
-        last = float(last or 0)
-        return {
-            "schedulers": schedulers,
-            "started": started,
-            "all_started_s": last,
-            "runs_per_s": started / last if last else float("nan"),
-        }
-    expected = schedules * (window - 2) / every
+    windows: list[list[float]] = [[] for _ in range(shape["windows"])]
+    bursts: list[list[float]] = [[] for _ in range(shape["bursts"])]
+    for code, slot, late in records:
+        if code.startswith("b"):
+            bursts[int(code[1:].split(".")[0])].append(float(late))
+            continue
+        index = int((slot - measured).total_seconds() // shape["window"])
+        if 0 <= index < shape["windows"]:
+            windows[index].append(float(late))
+    done = [max(b) if len(b) == BURST else None for b in bursts]
     return {
         "schedulers": schedulers,
-        "runs": len(records),
-        "expected": round(expected),
-        "runs_per_s": len(records) / (window - 2),
-        "p50_ms": percentile(late, 0.5) * 1000,
-        "p99_ms": percentile(late, 0.99) * 1000,
-        "max_ms": max(late) * 1000 if late else float("nan"),
-        "skipped": sum(1 for _, status in records if status == "skipped"),
+        "runs": sum(len(w) for w in windows),
+        "expected": round(STEADY / EVERY * shape["windows"] * shape["window"]),
+        "p50_ms": summary(percentile(w, 0.5) * 1000 if w else None for w in windows),
+        "p99_ms": summary(percentile(w, 0.99) * 1000 if w else None for w in windows),
+        "max_ms": summary(max(w) * 1000 if w else None for w in windows),
         "duplicate_slots": duplicates,
+        "burst": {
+            "started": [len(b) for b in bursts],
+            "all_started_s": summary(done),
+            "runs_per_s": summary(BURST / d if d else None for d in done),
+        },
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--json", type=Path)
+    parser.add_argument("--quick", action="store_true", help="shorter phases")
+    parser.add_argument("--json", type=Path, help="write the results here")
     args = parser.parse_args()
-    window = 15.0 if args.quick else 40.0
-    schedules, every = 2000, 10.0
+    shape = QUICK if args.quick else FULL
     folder = Path(tempfile.mkdtemp(prefix="sillo-bench-pg-"))
-    print(
-        f"PostgreSQL, {schedules} schedules every {every:g}s ({schedules / every:.0f} runs/s), "
-        f"{window:.0f}s window; Python {platform.python_version()}, {os.cpu_count()} CPUs"
-    )
+    print(f"PostgreSQL: {STEADY} schedules every {EVERY:g}s ({STEADY / EVERY:.0f} runs/s) and "
+          f"bursts of {BURST}; {shape}", flush=True)  # fmt: skip
     results = []
     with postgres() as server:
         url = server.rsplit("/", 1)[0] + "/sillo_bench"
@@ -144,26 +143,22 @@ def main() -> None:
         env = {**os.environ, "DATABASE_URL": url, "DJANGO_SETTINGS_MODULE": "sillo_dash.settings",
                "SILLO_DATA_DIR": str(folder), "DJANGO_LOG_LEVEL": "WARNING"}  # fmt: skip
         env.pop("REDIS_URL", None)
-        manage(env, "migrate")
-        for n in (1, 2, 4):
-            results.append(run_case(url, env, n, schedules, every, window))
-            row = results[-1]
+        subprocess.run([sys.executable, str(ROOT / "manage.py"), "migrate"], env=env, check=True,
+                       capture_output=True)  # fmt: skip
+        for count in COUNTS:
+            row = run_case(url, env, count, shape)
+            results.append(row)
+            p99, burst = row["p99_ms"], row["burst"]["all_started_s"]
             print(
-                f"{n} scheduler(s): {row['runs']}/{row['expected']} runs, "
-                f"{row['runs_per_s']:.0f}/s, lateness p50 {row['p50_ms']:.1f} ms, "
-                f"p99 {row['p99_ms']:.1f} ms, max {row['max_ms']:.1f} ms, "
-                f"skipped {row['skipped']}, slots run twice {row['duplicate_slots']}"
+                f"{count} scheduler(s): {row['runs']}/{row['expected']} runs, p99 "
+                f"{p99['median'] if p99 else float('nan'):.1f} ms, slots run twice "
+                f"{row['duplicate_slots']}; bursts started {row['burst']['started']}, the last "
+                f"after {burst['median'] if burst else float('nan'):.2f}s",
+                flush=True,
             )
-        print(f"burst: {schedules} schedules due at the same instant")
-        for n in (1, 2, 4):
-            row = run_case(url, env, n, schedules, 3600.0, 8.0, burst=True)
-            results.append({"burst": True, **row})
-            print(
-                f"{n} scheduler(s): {row['started']} started, the last after "
-                f"{row['all_started_s']:.2f}s ({row['runs_per_s']:.0f} runs/s)"
-            )
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2))
+    settings = {"steady": STEADY, "every": EVERY, "burst": BURST, "counts": COUNTS,
+                "database": "PostgreSQL", "shape": shape, "quick": args.quick}  # fmt: skip
+    write_results(args.json, "scheduler_postgres", settings, {"cases": results})
 
 
 if __name__ == "__main__":

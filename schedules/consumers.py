@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
+import weakref
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from types import SimpleNamespace
 from urllib.parse import parse_qs
@@ -11,10 +15,11 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.template.loader import render_to_string
 
-from .access import VIEW
+from .access import VIEW, abilities
 from .scheduler.events import ALL_RUNS_GROUP, schedule_group
 
 VIEWS = ("list", "detail", "log")
+MAX_PAGE_SCHEDULES = 200
 
 
 class SchedulerWakeConsumer(AsyncConsumer):
@@ -30,8 +35,9 @@ class RunEventsConsumer(AsyncWebsocketConsumer):
     """Push-only: run events as HTML fragments that htmx swaps by id.
 
     `?view=list|detail|log` picks the fragments; `?schedule=<id>` narrows the
-    stream to one schedule. Anonymous users and users without the view
-    permission are refused (close code 4403).
+    stream to one schedule; the list view gets only the schedules of its page
+    (`?schedules=<id>,<id>,...`). Anonymous users and users without the view permission are
+    refused (close code 4403).
     """
 
     async def connect(self) -> None:
@@ -44,8 +50,17 @@ class RunEventsConsumer(AsyncWebsocketConsumer):
         if self.view not in VIEWS:
             self.view = "log"
         schedule = (query.get("schedule") or [""])[0]
-        self.group = schedule_group(int(schedule)) if schedule.isdigit() else ALL_RUNS_GROUP
-        await self.channel_layer.group_add(self.group, self.channel_name)
+        page = [int(i) for i in (query.get("schedules") or [""])[0].split(",") if i.isdigit()]
+        if schedule.isdigit():
+            self.groups = [schedule_group(int(schedule))]
+        elif self.view == "list":
+            self.groups = [schedule_group(i) for i in page[:MAX_PAGE_SCHEDULES]]
+        else:
+            self.groups = [ALL_RUNS_GROUP]
+        # Rows show buttons by permission: users who may do the same share renders.
+        self.abilities = tuple(sorted((await _abilities(user)).items()))
+        for group in self.groups:
+            await self.channel_layer.group_add(group, self.channel_name)
         await self.accept()
         since = (query.get("since") or [""])[0]
         after = (query.get("after") or ["0"])[0]
@@ -55,8 +70,8 @@ class RunEventsConsumer(AsyncWebsocketConsumer):
                 await self.send(text_data=html)
 
     async def disconnect(self, code: int) -> None:
-        if hasattr(self, "group"):
-            await self.channel_layer.group_discard(self.group, self.channel_name)
+        for group in getattr(self, "groups", []):
+            await self.channel_layer.group_discard(group, self.channel_name)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         """Actions go through HTTP (with CSRF and permissions); input here is ignored."""
@@ -66,7 +81,8 @@ class RunEventsConsumer(AsyncWebsocketConsumer):
         if self.view == "log":
             html = render_to_string("schedules/_log_row.html", {"run": _as_run(run), "oob": True})
         else:
-            html = await self._run_now_fragment(run)
+            key = (self.view, run["schedule_id"], run["id"], run["status"], self.abilities)
+            html = await _shared_render(key, lambda: self._run_now_fragment(run))
         if html:
             await self.send(text_data=html)
 
@@ -106,6 +122,34 @@ class RunEventsConsumer(AsyncWebsocketConsumer):
         return render_to_string(template, {"row": row, "oob": True, "event": run})
 
 
+FRAGMENT_TTL = 1.0  # seconds a rendered fragment serves later clients of the same event
+_fragments: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+async def _shared_render(key: tuple, render: Callable[[], Awaitable[str]]) -> str:
+    """Render once per event and view for every client of this process with the same abilities.
+
+    The list and detail fragments are read from the database; without this,
+    20 open list pages made 20 renders (and 60 queries) of the same row per
+    event, and fell behind at 100 events a second. Clients arriving while the
+    render runs wait for it.
+    """
+    loop = asyncio.get_running_loop()
+    cache = _fragments.setdefault(loop, {})
+    now = time.monotonic()
+    entry = cache.get(key)
+    if entry is None or now - entry[0] > FRAGMENT_TTL:
+        if len(cache) > 1000:
+            for old in [k for k, (at, _) in cache.items() if now - at > FRAGMENT_TTL]:
+                del cache[old]
+        entry = cache[key] = (now, asyncio.ensure_future(render()))
+    try:
+        return await asyncio.shield(entry[1])
+    except Exception:
+        cache.pop(key, None)
+        raise
+
+
 def _as_run(payload: dict) -> SimpleNamespace:
     """An event payload shaped like a Run for the shared row template."""
     times = {
@@ -119,3 +163,8 @@ def _as_run(payload: dict) -> SimpleNamespace:
 @database_sync_to_async
 def _can_view(user) -> bool:
     return user.has_perm(VIEW)
+
+
+@database_sync_to_async
+def _abilities(user) -> dict[str, bool]:
+    return abilities(user)

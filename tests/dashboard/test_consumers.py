@@ -91,13 +91,52 @@ async def test_a_schedule_stream_gets_only_that_schedule() -> None:
 async def test_the_list_view_receives_whole_rows_with_the_users_buttons() -> None:
     viewer = await sync_to_async(member)("viewer", "Viewers")
     schedule = await sync_to_async(make_schedule)("nightly", "test.echo", every(60))
-    comm = communicator("/ws/runs/?view=list", viewer)
+    comm = communicator(f"/ws/runs/?view=list&schedules={schedule.pk}", viewer)
     assert (await comm.connect())[0]
     await publish_run(await make_run(schedule, RunStatus.SUCCEEDED))
     html = await comm.receive_from(timeout=2)
     assert html.strip().startswith(f'<tr id="schedule-row-{schedule.pk}"')
     assert "Run now" not in html  # a viewer gets no operate buttons, live or not
     await comm.disconnect()
+
+
+async def test_the_list_view_gets_only_the_schedules_of_its_page() -> None:
+    viewer = await sync_to_async(member)("viewer", "Viewers")
+    shown = await sync_to_async(make_schedule)("shown", "test.echo", every(60))
+    other = await sync_to_async(make_schedule)("other", "test.echo", every(60))
+    comm = communicator(f"/ws/runs/?view=list&schedules={shown.pk}", viewer)
+    assert (await comm.connect())[0]
+    await publish_run(await make_run(other, RunStatus.SUCCEEDED))
+    await publish_run(await make_run(shown, RunStatus.SUCCEEDED))
+    html = await comm.receive_from(timeout=2)
+    assert f'id="schedule-row-{shown.pk}"' in html
+    assert await comm.receive_nothing(timeout=0.3)
+    await comm.disconnect()
+
+
+async def test_clients_with_the_same_permissions_share_one_render_per_event(monkeypatch) -> None:
+    renders = []
+    render = RunEventsConsumer.__dict__["_run_now_fragment"]
+
+    async def counted(self, run: dict) -> str:
+        renders.append(self.scope["user"].username)
+        return await render.__get__(self, RunEventsConsumer)(run)
+
+    monkeypatch.setattr(RunEventsConsumer, "_run_now_fragment", counted)
+    viewer = await sync_to_async(member)("viewer", "Viewers")
+    operator = await sync_to_async(member)("operator", "Operators")
+    schedule = await sync_to_async(make_schedule)("nightly", "test.echo", every(60))
+    path = f"/ws/runs/?view=list&schedules={schedule.pk}"
+    watching = [*(communicator(path, viewer) for _ in range(5)), communicator(path, operator)]
+    for comm in watching:
+        assert (await comm.connect())[0]
+    await publish_run(await make_run(schedule, RunStatus.SUCCEEDED))
+    pages = [await comm.receive_from(timeout=2) for comm in watching]
+    assert sorted(renders) == ["operator", "viewer"]  # one render per set of permissions
+    assert len(set(pages[:5])) == 1 and "Run now" not in pages[0]
+    assert "Run now" in pages[5]  # the operator's own buttons, not the viewers' render
+    for comm in watching:
+        await comm.disconnect()
 
 
 async def test_the_socket_is_push_only() -> None:

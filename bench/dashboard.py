@@ -1,0 +1,169 @@
+"""Dashboard benchmark: the schedules list at 10,000 schedules, beside the Django admin.
+
+Writes 10,000 schedules of mixed status, task (some orphaned), trigger and last
+outcome, with two runs each, into a new SQLite file, then requests each page
+through Django's full request handling (middleware, view, template) as a
+superuser: the server time of each request and the queries it made. The peer
+is Django's admin changelist over the same records, the page every Django
+project already has. Not a test: nothing here asserts.
+
+    python bench/dashboard.py [--quick] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from common import SEED, summary, write_results  # noqa: E402
+
+WORKDIR = Path(tempfile.mkdtemp(prefix="sillo-bench-dash-"))
+os.environ.update(
+    {
+        "DJANGO_SETTINGS_MODULE": "sillo_dash.settings",
+        "SILLO_DATA_DIR": str(WORKDIR),
+        "DATABASE_URL": f"sqlite:///{WORKDIR / 'dashboard.sqlite3'}",
+        "DJANGO_ALLOWED_HOSTS": "testserver",
+        "DJANGO_STATIC_ROOT": str(WORKDIR / "static"),
+        "DJANGO_LOG_LEVEL": "ERROR",
+    }
+)
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.contrib.auth import get_user_model  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+from django.db import connection  # noqa: E402
+from django.test import Client  # noqa: E402
+from django.test.utils import CaptureQueriesContext  # noqa: E402
+
+from schedules.models import Run, Schedule  # noqa: E402
+from schedules.timing import trigger_from_spec  # noqa: E402
+
+SCHEDULES = 10_000
+TASKS = ["demo.heartbeat", "demo.report", "demo.flaky", "demo.slow", "gone.task"]
+TRIGGERS = [
+    {"kind": "interval", "every": 60},
+    {"kind": "interval", "every": 300, "jitter": 10},
+    {"kind": "cron", "expression": "*/5 * * * *", "tz": "UTC"},
+    {"kind": "cron", "expression": "0 9 * * 1-5", "tz": "Europe/Berlin"},
+    {"kind": "cron", "expression": "0 0 L * *", "tz": "America/New_York"},
+]
+# Name -> (URL, extra headers). The admin pages are the peer.
+PAGES = {
+    "list, page 1": ("/", {}),
+    "list, page 100": ("/?page=100", {}),
+    "list, search": ("/?q=nightly-1", {}),
+    "list, status filter": ("/?status=paused", {}),
+    "list, table only (htmx)": ("/?page=2", {"HX-Request": "true"}),
+    "admin changelist, page 1": ("/admin/schedules/schedule/", {}),
+    "admin changelist, page 100": ("/admin/schedules/schedule/?p=100", {}),
+    "admin changelist, search": ("/admin/schedules/schedule/?q=nightly-1", {}),
+    "admin changelist, status filter": ("/admin/schedules/schedule/?status__exact=paused", {}),
+}
+
+
+def populate() -> None:
+    """10,000 schedules and 20,000 runs, the same every time (fixed seed)."""
+    call_command("migrate", verbosity=0)
+    call_command("collectstatic", verbosity=0, interactive=False)  # as a deployment does
+    rng = random.Random(SEED)
+    now = datetime.now(UTC)
+    schedules = []
+    for i in range(SCHEDULES):
+        spec = rng.choice(TRIGGERS)
+        status = rng.choices(["active", "paused", "cancelled"], [80, 15, 5])[0]
+        schedules.append(
+            Schedule(
+                code=f"{rng.choice(['nightly', 'hourly', 'sync', 'report'])}-{i}",
+                task_name=rng.choice(TASKS),
+                trigger=spec,
+                tz=spec.get("tz", "UTC"),
+                status=status,
+                next_run_at=trigger_from_spec(spec).next_fire(now) if status == "active" else None,
+                last_run_at=now - timedelta(seconds=rng.randint(1, 3600)),
+                last_outcome=rng.choices(["succeeded", "failed", "timed_out"], [90, 8, 2])[0],
+                last_duration=rng.random() * 5,
+                run_count=rng.randint(1, 10_000),
+                error_count=rng.randint(0, 100),
+            )
+        )
+    Schedule.objects.bulk_create(schedules, batch_size=2000)
+    runs = []
+    for schedule in Schedule.objects.only("id", "code", "task_name"):
+        for back in (1, 2):
+            started = now - timedelta(minutes=back)
+            runs.append(
+                Run(
+                    schedule_id=schedule.pk,
+                    schedule_code=schedule.code,
+                    task_name=schedule.task_name,
+                    status="succeeded",
+                    reason="scheduled",
+                    slot=started,
+                    queued_at=started,
+                    started_at=started,
+                    finished_at=started + timedelta(seconds=1),
+                )  # fmt: skip
+            )
+    Run.objects.bulk_create(runs, batch_size=2000)
+    get_user_model().objects.create_superuser("bench", "bench@example.invalid", "not-used-1x")
+
+
+def measure(client: Client, url: str, headers: dict, repeats: int) -> dict:
+    for _ in range(2):  # warm-up: templates compiled, caches filled
+        response = client.get(url, headers=headers)
+    assert response.status_code == 200, (url, response.status_code)
+    times, queries = [], []
+    for _ in range(repeats):
+        with CaptureQueriesContext(connection) as captured:
+            began = time.perf_counter()
+            response = client.get(url, headers=headers)
+            times.append((time.perf_counter() - began) * 1000)
+        queries.append(len(captured))
+    return {
+        "server_ms": summary(times),
+        "queries": summary(queries),
+        "bytes": len(response.content),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    parser.add_argument("--json", type=Path, help="write the results here")
+    args = parser.parse_args()
+    repeats = 5 if args.quick else 20
+    began = time.monotonic()
+    populate()
+    print(f"dashboard: {SCHEDULES} schedules written in {time.monotonic() - began:.1f}s; "
+          f"median of {repeats} requests after 2 warm-up", flush=True)  # fmt: skip
+    client = Client()
+    client.force_login(get_user_model().objects.get(username="bench"))
+    pages = {}
+    for name, (url, headers) in PAGES.items():
+        pages[name] = row = measure(client, url, headers, repeats)
+        ms, queries = row["server_ms"], row["queries"]
+        print(
+            f"  {name:34} {ms['median']:7.1f} ms [{ms['min']:.1f}-{ms['max']:.1f}]  "
+            f"{queries['median']:.0f} queries  {row['bytes'] / 1024:.0f} KB",
+            flush=True,
+        )
+    settings = {"schedules": SCHEDULES, "runs": 2 * SCHEDULES, "repeats": repeats,
+                "database": "SQLite (WAL)", "quick": args.quick}  # fmt: skip
+    write_results(args.json, "dashboard", settings, {"pages": pages})
+
+
+if __name__ == "__main__":
+    main()

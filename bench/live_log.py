@@ -1,0 +1,272 @@
+"""Live views benchmark: 20 websocket clients, 100 run events a second.
+
+Starts a throwaway Redis (the channel layer that carries events between
+processes in production) and a daphne server with the product's ASGI
+application, then for each view connects 20 authenticated websocket clients
+(a separate process) and publishes run events at 100 a second with the
+scheduler's own `publish_run`. The events go round the 50 schedules of one
+list page; a client's messages for a schedule arrive in the order they were
+published (one channel per client), so each is matched to its event:
+
+- bare: a consumer that forwards the event as JSON, no rendering (the floor
+  that Channels, Redis and daphne set; bench/live_asgi.py);
+- live log: the live log page's stream (a row rendered from the event);
+- schedules list: the list page's stream for that page (the row re-rendered
+  from the database, once per event for all clients with the same
+  permissions).
+
+Delivered is the share of (event, client) pairs that arrived (a dropped
+message would make the matching approximate; none were dropped in the
+published runs); delay is from
+just before the event was published to its arrival. After a warm-up, each
+window is a repetition. Not a test: nothing here asserts.
+
+    python bench/live_log.py [--quick] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH))
+sys.path.insert(0, str(BENCH.parent))
+
+from common import percentile, summary, write_results  # noqa: E402
+
+CLIENTS = 20
+RATE = 100.0
+PAGE = 50  # schedules on one list page
+VIEWS = {
+    "bare (no rendering)": "/bench/bare/",
+    "live log": "/ws/runs/?view=log",
+    "schedules list": "/ws/runs/?view=list&schedules={page}",
+}
+# What names the event's schedule in each kind of message.
+KEYS = [
+    re.compile(r'"schedule_id": (\d+)'),
+    re.compile(r'data-schedule="(\d+)"'),
+    re.compile(r'id="schedule-row-(\d+)"'),
+]
+QUICK = {"warmup": 1.0, "windows": 3, "window": 2.0, "drain": 2.0}
+FULL = {"warmup": 2.0, "windows": 5, "window": 4.0, "drain": 3.0}
+
+
+# ---------------------------------------------------------------- clients (child process)
+
+
+async def clients(url: str, origin: str, cookie: str, count: int, out: Path) -> None:
+    """Hold `count` connections until stdin closes; write (client, schedule id, time)."""
+    from websockets.asyncio.client import connect
+
+    received: list[tuple[int, int, float]] = []
+    headers = {"Cookie": f"sessionid={cookie}"}
+    sockets = [await connect(url, origin=origin, additional_headers=headers) for _ in range(count)]
+
+    async def listen(index: int, ws) -> None:
+        with contextlib.suppress(Exception):
+            async for message in ws:
+                at = time.time()
+                for pattern in KEYS:
+                    found = pattern.search(message)
+                    if found:
+                        received.append((index, int(found.group(1)), at))
+                        break
+
+    listeners = [asyncio.create_task(listen(i, ws)) for i, ws in enumerate(sockets)]
+    print("ready", flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+    for ws in sockets:
+        await ws.close()
+    await asyncio.gather(*listeners)
+    out.write_text(json.dumps(received))
+
+
+# ---------------------------------------------------------------- the server side
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_for_port(port: int, process: subprocess.Popen) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError("daphne exited at start")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+            return
+        time.sleep(0.1)
+    raise RuntimeError("daphne did not start")
+
+
+def populate() -> str:
+    """A superuser's session and one page of schedules; returns the session key."""
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+    from django.test import Client
+
+    from schedules.models import Schedule
+
+    call_command("migrate", verbosity=0)
+    call_command("collectstatic", verbosity=0, interactive=False)
+    Schedule.objects.bulk_create(
+        Schedule(
+            code=f"event-{i}",
+            task_name="demo.heartbeat",
+            status="paused",
+            trigger={"kind": "interval", "every": 3600},
+        )  # fmt: skip
+        for i in range(PAGE)
+    )
+    user = get_user_model().objects.create_superuser("bench", "bench@example.invalid", "x")
+    client = Client()
+    client.force_login(user)
+    return client.cookies["sessionid"].value
+
+
+async def publish(schedule_ids: list[int], rate: float) -> list[float]:
+    """A run event for each schedule id in turn at `rate` a second; when each was published."""
+    from schedules.models import Run
+    from schedules.scheduler.events import publish_run
+
+    sent = []
+    began = time.monotonic()
+    for seq, schedule_id in enumerate(schedule_ids):
+        await asyncio.sleep(max(0.0, began + seq / rate - time.monotonic()))
+        now = datetime.now(UTC)
+        run = Run(pk=seq + 1, schedule_id=schedule_id, schedule_code=f"event-{schedule_id}",
+                  task_name="demo.heartbeat", status="succeeded", reason="scheduled", attempt=1,
+                  slot=now, queued_at=now, started_at=now, finished_at=now)  # fmt: skip
+        sent.append(time.time())
+        await publish_run(run)
+    return sent
+
+
+def one_view(path: str, port: int, cookie: str, schedule_ids: list[int], shape: dict) -> dict:
+    out = Path(tempfile.mkstemp(suffix=".json")[1])
+    origin = f"http://127.0.0.1:{port}"
+    child = subprocess.Popen(
+        [sys.executable, __file__, "--clients", f"ws://127.0.0.1:{port}{path}", origin, cookie,
+         str(CLIENTS), str(out)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    if child.stdout.readline().strip() != "ready":
+        raise RuntimeError(f"clients of {path} did not connect")
+    time.sleep(0.5)
+    sent = asyncio.run(publish(schedule_ids, RATE))
+    time.sleep(shape["drain"])
+    child.stdin.close()
+    child.wait(60)
+    received = json.loads(out.read_text())
+    out.unlink()
+
+    # Per schedule, the times its events were published, in order; per (client,
+    # schedule), the arrivals in order: the k-th arrival carries the k-th event.
+    published: dict[int, list[float]] = {}
+    for schedule_id, at in zip(schedule_ids, sent, strict=True):
+        published.setdefault(schedule_id, []).append(at)
+    arrivals: dict[tuple[int, int], list[float]] = {}
+    for client, schedule_id, at in received:
+        arrivals.setdefault((client, schedule_id), []).append(at)
+    measured_from = sent[0] + shape["warmup"]
+    windows: list[list[float]] = [[] for _ in range(shape["windows"])]
+    delivered = 0
+    for (_client, schedule_id), times in arrivals.items():
+        for when, at in zip(published.get(schedule_id, []), sorted(times), strict=False):
+            index = int((when - measured_from) // shape["window"])
+            if 0 <= index < shape["windows"]:
+                windows[index].append(at - when)
+                delivered += 1
+    events = sum(1 for t in sent if measured_from <= t < measured_from + shape["windows"]
+                 * shape["window"])  # fmt: skip
+    return {
+        "events": events,
+        "delivered": delivered / (events * CLIENTS) if events else None,
+        "delay_p50_ms": summary(percentile(w, 0.5) * 1000 if w else None for w in windows),
+        "delay_p99_ms": summary(percentile(w, 0.99) * 1000 if w else None for w in windows),
+        "delay_max_ms": summary(max(w) * 1000 if w else None for w in windows),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="shorter windows")
+    parser.add_argument("--json", type=Path, help="write the results here")
+    parser.add_argument("--clients", nargs=5, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.clients:
+        url, origin, cookie, count, out = args.clients
+        asyncio.run(clients(url, origin, cookie, int(count), Path(out)))
+        return
+
+    from tests.production_profile import redis
+
+    shape = QUICK if args.quick else FULL
+    events = int(RATE * (shape["warmup"] + shape["windows"] * shape["window"]))
+    workdir = Path(tempfile.mkdtemp(prefix="sillo-bench-live-"))
+    print(f"live views: {CLIENTS} clients, {RATE:.0f} events/s, {shape}", flush=True)
+    with redis() as redis_url:
+        env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "sillo_dash.settings",
+            "SILLO_DATA_DIR": str(workdir),
+            "DATABASE_URL": f"sqlite:///{workdir / 'live.sqlite3'}",
+            "REDIS_URL": redis_url,
+            "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
+            "DJANGO_STATIC_ROOT": str(workdir / "static"),
+            "DJANGO_LOG_LEVEL": "ERROR",
+            "PYTHONPATH": f"{BENCH.parent}{os.pathsep}{BENCH}",
+        }
+        os.environ.update(env)
+        import django
+
+        django.setup()
+        cookie = populate()
+        from schedules.models import Schedule
+
+        page = list(Schedule.objects.order_by("pk").values_list("pk", flat=True))
+        schedule_ids = [page[seq % len(page)] for seq in range(events)]
+        port = free_port()
+        server = subprocess.Popen(
+            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+             "live_asgi:application"],
+            env=env, cwd=BENCH, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            wait_for_port(port, server)
+            views = {}
+            for name, path in VIEWS.items():
+                path = path.format(page=",".join(map(str, page)))
+                views[name] = row = one_view(path, port, cookie, schedule_ids, shape)
+                p99 = row["delay_p99_ms"]
+                print(
+                    f"  {name:22} delivered {100 * (row['delivered'] or 0):.1f}% of "
+                    f"{row['events']} x {CLIENTS}, delay p99 "
+                    f"{p99['median'] if p99 else float('nan'):.1f} ms",
+                    flush=True,
+                )
+        finally:
+            server.terminate()
+            server.wait(30)
+    settings = {"clients": CLIENTS, "rate": RATE, "layer": "channels_redis",
+                "server": "daphne", "shape": shape, "quick": args.quick}  # fmt: skip
+    write_results(args.json, "live_log", settings, {"views": views})
+
+
+if __name__ == "__main__":
+    main()
