@@ -14,8 +14,8 @@ import os
 from collections import deque
 from datetime import datetime, timedelta
 
-from django.db import IntegrityError, transaction
-from django.db.models import Count, F, Q, Sum
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Count, Model, Q, Sum
 from django.db.models.functions import Coalesce
 
 from ..models import (
@@ -105,7 +105,7 @@ def recover_crashed(*, now: datetime, stale_after: float, host: str) -> list[Run
         )
         if updated:
             run.status, run.finished_at, run.error = RunStatus.INTERRUPTED, now, error
-            _record_on_schedule(run)
+            _record_on_schedules([run])
             interrupted.append(run)
     if interrupted:
         logger.warning("marked %d run(s) of dead schedulers interrupted", len(interrupted))
@@ -240,14 +240,7 @@ def claim_due(
 
 
 def _claim_batch(plans, now, instance_id, local_in_flight):
-    won = []
-    for schedule, slot, planned, next_at in plans:
-        claimed = Schedule.objects.filter(
-            pk=schedule.pk, status=ScheduleStatus.ACTIVE, next_run_at=slot
-        ).update(next_run_at=next_at)
-        if claimed == 1:  # else another scheduler claimed this slot
-            schedule.next_run_at = next_at
-            won.append((schedule, planned))
+    won = _advance_won_slots(plans)
     if not won:
         return [], []
     in_flight = dict(
@@ -279,6 +272,56 @@ def _claim_batch(plans, now, instance_id, local_in_flight):
         if run.status == RunStatus.QUEUED:
             dispatch.enqueue(run)
     return firsts, replaced
+
+
+def _advance_won_slots(plans) -> list[tuple[Schedule, list[Run]]]:
+    """Move each schedule whose slot is still the planned one to its next slot.
+
+    The rows are locked first (PostgreSQL: FOR UPDATE; SQLite: the write lock
+    that its IMMEDIATE transactions take at BEGIN), so a schedule whose slot
+    still reads as planned is this process's alone: another scheduler that
+    read the same slot finds it moved once it gets the lock.
+    """
+    current = dict(
+        Schedule.objects.select_for_update()
+        .filter(pk__in=[schedule.pk for schedule, *_ in plans], status=ScheduleStatus.ACTIVE)
+        .values_list("pk", "next_run_at")
+    )
+    won = [plan for plan in plans if plan[0].pk in current and current[plan[0].pk] == plan[1]]
+    _update_each(
+        Schedule, ["next_run_at"], [(next_at, schedule.pk) for schedule, *_, next_at in won]
+    )
+    for schedule, _, _, next_at in won:
+        schedule.next_run_at = next_at
+    return [(schedule, planned) for schedule, _, planned, _ in won]
+
+
+def _update_each(model: type[Model], fields: list[str], rows: list[tuple], add: int = 0) -> None:
+    """UPDATE rows by primary key with one executemany: each row is (*values, pk).
+
+    The last `add` fields are increments (`field = field + value`). Per-row ORM
+    updates, or one UPDATE of CASE expressions, cost more Python than the
+    database's own work: 500 outcomes took 0.3 s and 0.8 s that way.
+    """
+    if not rows:
+        return
+    meta = connection.ops.quote_name
+    columns = [model._meta.get_field(name) for name in fields]
+    assignments = [
+        f"{meta(f.column)} = {meta(f.column)} + %s" if i >= len(fields) - add else
+        f"{meta(f.column)} = %s"
+        for i, f in enumerate(columns)
+    ]  # fmt: skip
+    sql = (
+        f"UPDATE {meta(model._meta.db_table)} SET {', '.join(assignments)} "
+        f"WHERE {meta(model._meta.pk.column)} = %s"
+    )
+    prepared = [
+        [f.get_db_prep_save(v, connection) for f, v in zip(columns, row, strict=False)] + [row[-1]]
+        for row in rows
+    ]
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, prepared)
 
 
 def _plan(schedule: Schedule, trigger: Trigger, slot: datetime, now: datetime, max_catch_up: int):
@@ -426,16 +469,17 @@ def finish_runs(*, items: list[tuple[Run, dict]], now: datetime) -> list[tuple]:
     """
     results: list[tuple] = []
     retries: list[Run] = []
+    completing: list[int] = []
     with transaction.atomic():
+        # Runs another process ended meanwhile (replaced, interrupted) keep that ending.
+        ours = set(
+            Run.objects.select_for_update()
+            .filter(pk__in=[run.pk for run, _ in items], status=RunStatus.RUNNING)
+            .values_list("pk", flat=True)
+        )
+        finished = []
         for run, outcome in items:
-            updated = Run.objects.filter(pk=run.pk, status=RunStatus.RUNNING).update(
-                status=outcome["status"],
-                finished_at=now,
-                error=outcome["error"],
-                traceback=outcome["traceback"],
-                result=outcome["result"],
-            )
-            if updated != 1:
+            if run.pk not in ours:
                 results.append((None, None))
                 continue
             run.status, run.finished_at = outcome["status"], now
@@ -444,7 +488,7 @@ def finish_runs(*, items: list[tuple[Run, dict]], now: datetime) -> list[tuple]:
                 outcome["traceback"],
                 outcome["result"],
             )
-            _record_on_schedule(run)
+            finished.append(run)
             retry = None
             schedule = run.schedule
             if outcome["retry_in"] is not None and schedule is not None:
@@ -456,28 +500,42 @@ def finish_runs(*, items: list[tuple[Run, dict]], now: datetime) -> list[tuple]:
                 retry.dispatch = run.dispatch
                 retries.append(retry)
             elif schedule is not None and schedule.trigger.get("kind") not in ("interval", "cron"):
-                Schedule.objects.filter(
-                    pk=schedule.pk, status=ScheduleStatus.ACTIVE, next_run_at__isnull=True
-                ).update(status=ScheduleStatus.COMPLETED)
+                completing.append(schedule.pk)
             results.append((run, retry))
+        fields = ["status", "finished_at", "error", "traceback", "result"]
+        _update_each(Run, fields, [(*(getattr(r, f) for f in fields), r.pk) for r in finished])
+        _record_on_schedules(finished)
+        if completing:
+            # A one-shot with no slot left is done after its last attempt.
+            Schedule.objects.filter(
+                pk__in=completing, status=ScheduleStatus.ACTIVE, next_run_at__isnull=True
+            ).update(status=ScheduleStatus.COMPLETED)
         Run.objects.bulk_create(retries)
         for retry in retries:
             dispatch.enqueue(retry, run_after=retry.not_before)
     return results
 
 
-def _record_on_schedule(run: Run) -> None:
-    if run.schedule_id is None or run.status == RunStatus.SKIPPED:
-        return
-    duration = run.duration.total_seconds() if run.duration else None
-    Schedule.objects.filter(pk=run.schedule_id).update(
-        last_run_at=run.started_at or run.finished_at,
-        last_outcome=run.status,
-        last_error=run.error if run.status != RunStatus.SUCCEEDED else "",
-        last_duration=duration,
-        run_count=F("run_count") + 1,
-        error_count=F("error_count") + (1 if run.status in ERROR_OUTCOMES else 0),
-    )
+def _record_on_schedules(runs: list[Run]) -> None:
+    """Last outcome and counters of each schedule, one UPDATE for the batch."""
+    latest: dict[int, Run] = {}
+    counts: dict[int, list[int]] = {}
+    for run in runs:
+        if run.schedule_id is None or run.status == RunStatus.SKIPPED:
+            continue
+        latest[run.schedule_id] = run
+        count = counts.setdefault(run.schedule_id, [0, 0])
+        count[0] += 1
+        count[1] += run.status in ERROR_OUTCOMES
+    rows = []
+    for pk, run in latest.items():
+        duration = run.duration.total_seconds() if run.duration else None
+        error = run.error if run.status != RunStatus.SUCCEEDED else ""
+        started = run.started_at or run.finished_at
+        rows.append((started, run.status, error, duration, *counts[pk], pk))
+    fields = ["last_run_at", "last_outcome", "last_error", "last_duration", "run_count",
+              "error_count"]  # fmt: skip
+    _update_each(Schedule, fields, rows, add=2)
 
 
 def prune_runs(*, schedule_id: int, keep: int) -> int:
