@@ -27,6 +27,10 @@ $(VENV)/.dev: requirements.txt requirements-dev.txt | $(PY)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $@ $(VENV)/.runtime
 
+$(VENV)/.bench: requirements.txt requirements-dev.txt requirements-bench.txt | $(PY)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-bench.txt
+	touch $@ $(VENV)/.dev $(VENV)/.runtime
+
 run: $(VENV)/.runtime
 	DJANGO_DEBUG=true $(PY) manage.py migrate --noinput
 	DJANGO_DEBUG=true $(PY) manage.py ensureadmin --url http://$(HOST)/
@@ -45,10 +49,9 @@ format: $(VENV)/.dev
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-bench: $(VENV)/.dev
-	$(PY) bench/next_fire.py $(if $(QUICK),--quick,)
-	$(PY) bench/scheduler.py $(if $(QUICK),--quick,)
-	$(PY) bench/scheduler_postgres.py $(if $(QUICK),--quick,)
+# Every benchmark side by side with its peers, then docs/benchmarks.md (QUICK=1: < 5 min).
+bench: $(VENV)/.bench
+	$(PY) bench/run.py $(if $(QUICK),--quick,)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

@@ -60,7 +60,7 @@ KEYS = [
     re.compile(r'data-schedule="(\d+)"'),
     re.compile(r'id="schedule-row-(\d+)"'),
 ]
-QUICK = {"warmup": 1.0, "windows": 3, "window": 2.0, "drain": 2.0}
+QUICK = {"warmup": 1.0, "windows": 3, "window": 1.5, "drain": 1.5}
 FULL = {"warmup": 2.0, "windows": 5, "window": 4.0, "drain": 3.0}
 
 

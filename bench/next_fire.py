@@ -11,7 +11,6 @@ not read an expression is reported as such. Not a test: nothing here asserts.
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import statistics
 import sys
@@ -21,8 +20,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from common import write_results  # noqa: E402
 from croniter import croniter  # noqa: E402
 from cronsim import CronSim  # noqa: E402
 
@@ -153,9 +154,9 @@ def main() -> None:
         results.append(row)
         print(f"{expr:18} {tz:20}" + "".join(cells))
     print("\nratio = peer median / sillo median (above 1: sillo is faster)")
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(results, indent=2))
+    settings = {"n": N, "start": START.isoformat(), "repeats": repeats,
+                "scan_repeats": scan_repeats, "quick": args.quick}  # fmt: skip
+    write_results(args.json, "next_fire", settings, {"cases": results})
 
 
 if __name__ == "__main__":

@@ -156,7 +156,9 @@ def slot_of(anchor: float, every: float, at: float) -> float:
 def steady_figures(timeline: Timeline, runs: list, measure_from: float) -> dict:
     """Lateness per window (each a repetition), and how many slots ran."""
     shape = timeline.shape
-    windows: list[list[float]] = [[] for _ in range(shape.windows)]
+    # A late setup shifts the windows; none may reach into the bursts.
+    fit = int((timeline.burst_at - 0.25 - measure_from) // shape.window)
+    windows: list[list[float]] = [[] for _ in range(max(0, min(shape.windows, fit)))]
     every = timeline.every
     for code, at in runs:
         if code[0] != "s":
@@ -164,12 +166,12 @@ def steady_figures(timeline: Timeline, runs: list, measure_from: float) -> dict:
         anchor = timeline.first + int(code[1:]) * every / timeline.n
         slot = slot_of(anchor, every, at)
         index = int((slot - measure_from) // shape.window)
-        if 0 <= index < shape.windows:
+        if 0 <= index < len(windows):
             windows[index].append(at - slot)
     pooled = [late for window in windows for late in window]
     return {
         "runs": len(pooled),
-        "expected": round(RATE * shape.window * shape.windows),
+        "expected": round(RATE * shape.window * len(windows)),
         "p50_ms": summary(percentile(w, 0.50) * 1000 if w else None for w in windows),
         "p99_ms": summary(percentile(w, 0.99) * 1000 if w else None for w in windows),
         "max_ms": summary(max(w) * 1000 if w else None for w in windows),

@@ -40,7 +40,7 @@ from tests.production_profile import postgres  # noqa: E402
 STEADY, EVERY = 2_000, 10.0
 BURST = 1_000
 COUNTS = (1, 2, 4)
-QUICK = {"lead": 4.0, "warmup": 1.0, "windows": 3, "window": 1.5, "bursts": 2, "burst_every": 2.5}
+QUICK = {"lead": 3.0, "warmup": 1.0, "windows": 2, "window": 1.5, "bursts": 2, "burst_every": 2.0}
 FULL = {"lead": 5.0, "warmup": 2.0, "windows": 8, "window": 3.0, "bursts": 4, "burst_every": 4.0}
 
 INSERT = (
