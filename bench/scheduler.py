@@ -61,8 +61,8 @@ class Shape:
 
 QUICK = Shape(idle_windows=1, idle_window=1.0, warmup=0.5, windows=2, window=1.0, bursts=2,
               burst_every=1.5)  # fmt: skip
-FULL = Shape(idle_windows=5, idle_window=2.0, warmup=2.0, windows=5, window=6.0, bursts=5,
-             burst_every=5.0)  # fmt: skip
+FULL = Shape(idle_windows=3, idle_window=2.0, warmup=2.0, windows=5, window=4.0, bursts=4,
+             burst_every=3.0)  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -78,8 +78,8 @@ class RunEventsConsumer(AsyncWebsocketConsumer):
 
     async def run_event(self, event: dict) -> None:
         run = event["run"]
-        if self.view == "log":
-            html = render_to_string("schedules/_log_row.html", {"run": _as_run(run), "oob": True})
+        if self.view == "log":  # the same for everyone: made of the event alone
+            html = await _shared_render(("log", run["id"], run["status"]), lambda: _log_row(run))
         else:
             key = (self.view, run["schedule_id"], run["id"], run["status"], self.abilities)
             html = await _shared_render(key, lambda: self._run_now_fragment(run))
@@ -131,8 +131,8 @@ async def _shared_render(key: tuple, render: Callable[[], Awaitable[str]]) -> st
 
     The list and detail fragments are read from the database; without this,
     20 open list pages made 20 renders (and 60 queries) of the same row per
-    event, and fell behind at 100 events a second. Clients arriving while the
-    render runs wait for it.
+    event, and fell behind at 100 events a second; 20 live logs made 20 renders
+    of the same row. Clients arriving while the render runs wait for it.
     """
     loop = asyncio.get_running_loop()
     cache = _fragments.setdefault(loop, {})
@@ -148,6 +148,10 @@ async def _shared_render(key: tuple, render: Callable[[], Awaitable[str]]) -> st
     except Exception:
         cache.pop(key, None)
         raise
+
+
+async def _log_row(payload: dict) -> str:
+    return render_to_string("schedules/_log_row.html", {"run": _as_run(payload), "oob": True})
 
 
 def _as_run(payload: dict) -> SimpleNamespace:

@@ -6,7 +6,9 @@ import pytest
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
+from django.template.loader import render_to_string
 
+from schedules import consumers
 from schedules.consumers import RunEventsConsumer
 from schedules.models import Run, RunStatus
 from schedules.scheduler.events import publish_run
@@ -116,26 +118,29 @@ async def test_the_list_view_gets_only_the_schedules_of_its_page() -> None:
 
 async def test_clients_with_the_same_permissions_share_one_render_per_event(monkeypatch) -> None:
     renders = []
-    render = RunEventsConsumer.__dict__["_run_now_fragment"]
 
-    async def counted(self, run: dict) -> str:
-        renders.append(self.scope["user"].username)
-        return await render.__get__(self, RunEventsConsumer)(run)
+    def counted(template: str, context: dict) -> str:
+        renders.append(template)
+        return render_to_string(template, context)
 
-    monkeypatch.setattr(RunEventsConsumer, "_run_now_fragment", counted)
+    monkeypatch.setattr(consumers, "render_to_string", counted)
     viewer = await sync_to_async(member)("viewer", "Viewers")
     operator = await sync_to_async(member)("operator", "Operators")
     schedule = await sync_to_async(make_schedule)("nightly", "test.echo", every(60))
-    path = f"/ws/runs/?view=list&schedules={schedule.pk}"
-    watching = [*(communicator(path, viewer) for _ in range(5)), communicator(path, operator)]
-    for comm in watching:
+    page = f"/ws/runs/?view=list&schedules={schedule.pk}"
+    lists = [*(communicator(page, viewer) for _ in range(5)), communicator(page, operator)]
+    logs = [communicator("/ws/runs/?view=log", user) for user in (viewer, viewer, operator)]
+    for comm in [*lists, *logs]:
         assert (await comm.connect())[0]
     await publish_run(await make_run(schedule, RunStatus.SUCCEEDED))
-    pages = [await comm.receive_from(timeout=2) for comm in watching]
-    assert sorted(renders) == ["operator", "viewer"]  # one render per set of permissions
-    assert len(set(pages[:5])) == 1 and "Run now" not in pages[0]
-    assert "Run now" in pages[5]  # the operator's own buttons, not the viewers' render
-    for comm in watching:
+    rows = [await comm.receive_from(timeout=2) for comm in lists]
+    log_rows = [await comm.receive_from(timeout=2) for comm in logs]
+    # One list row per set of permissions, and one log row for everyone.
+    assert sorted(renders) == ["schedules/_log_row.html", *["schedules/list.html#row"] * 2]
+    assert len(set(rows[:5])) == 1 and "Run now" not in rows[0]
+    assert "Run now" in rows[5]  # the operator's own buttons, not the viewers' render
+    assert len(set(log_rows)) == 1 and "nightly" in log_rows[0]
+    for comm in [*lists, *logs]:
         await comm.disconnect()
 
 
