@@ -97,14 +97,14 @@ SETUP_PER_SCHEDULE = {
     "sillo": 5e-5,
     "naive": 5e-5,
     "apscheduler3-memory": 5e-5,
-    "apscheduler3-sqlalchemy": 9e-5,
+    "apscheduler3-sqlalchemy": 7e-5,
 }
 
 
 def timeline_for(system: str, n: int, shape: Shape) -> Timeline:
     """The first steady slot comes after setup, the child's start and the idle phase."""
     schedules = n + shape.bursts * BURST
-    setup = 2.5 + schedules * SETUP_PER_SCHEDULE.get(system, 1e-4)
+    setup = 2.0 + schedules * SETUP_PER_SCHEDULE.get(system, 1e-4)
     idle = 0.5 + shape.idle_windows * shape.idle_window
     first = time.time() + setup + idle
     burst_at = first + shape.warmup + shape.windows * shape.window + 0.5
