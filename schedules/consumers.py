@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import time
-import weakref
-from collections.abc import Awaitable, Callable
+import logging
 from datetime import datetime
 from types import SimpleNamespace
 from urllib.parse import parse_qs
@@ -16,7 +14,10 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.template.loader import render_to_string
 
 from .access import VIEW, abilities
+from .live_render import list_rows, shared_render
 from .scheduler.events import ALL_RUNS_GROUP, schedule_group
+
+logger = logging.getLogger(__name__)
 
 VIEWS = ("list", "detail", "log")
 MAX_PAGE_SCHEDULES = 200
@@ -59,6 +60,8 @@ class RunEventsConsumer(AsyncWebsocketConsumer):
             self.groups = [ALL_RUNS_GROUP]
         # Rows show buttons by permission: users who may do the same share renders.
         self.abilities = tuple(sorted((await _abilities(user)).items()))
+        self._rows: dict[int, asyncio.Future] = {}  # list rows asked for, not yet sent
+        self._sending: set[asyncio.Task] = set()
         for group in self.groups:
             await self.channel_layer.group_add(group, self.channel_name)
         await self.accept()
@@ -70,6 +73,8 @@ class RunEventsConsumer(AsyncWebsocketConsumer):
                 await self.send(text_data=html)
 
     async def disconnect(self, code: int) -> None:
+        for task in getattr(self, "_sending", ()):
+            task.cancel()
         for group in getattr(self, "groups", []):
             await self.channel_layer.group_discard(group, self.channel_name)
 
@@ -78,11 +83,41 @@ class RunEventsConsumer(AsyncWebsocketConsumer):
 
     async def run_event(self, event: dict) -> None:
         run = event["run"]
-        if self.view == "log":  # the same for everyone: made of the event alone
-            html = await _shared_render(("log", run["id"], run["status"]), lambda: _log_row(run))
-        else:
-            key = (self.view, run["schedule_id"], run["id"], run["status"], self.abilities)
-            html = await _shared_render(key, lambda: self._run_now_fragment(run))
+        if self.view == "list":
+            self._send_row_when_rendered(run["schedule_id"], (run["id"], run["status"]))
+            return
+        try:
+            if self.view == "log":  # the same for everyone: made of the event alone
+                key = ("log", run["id"], run["status"])
+                html = await shared_render(key, lambda: _log_row(run))
+            else:
+                key = ("detail", run["schedule_id"], run["id"], run["status"], self.abilities)
+                html = await shared_render(key, lambda: self._run_now_fragment(run))
+        except Exception:
+            logger.exception("live fragment for run %s not rendered", run.get("id"))
+            return
+        if html:
+            await self.send(text_data=html)
+
+    def _send_row_when_rendered(self, schedule_id: int, event: tuple) -> None:
+        """Ask for the row without waiting, so that events keep flowing meanwhile."""
+        future = list_rows().row(schedule_id, event, self.scope["user"], self.abilities)
+        if self._rows.get(schedule_id) is future:
+            return  # already on its way, rendered after this event
+        self._rows[schedule_id] = future
+        task = asyncio.ensure_future(self._send_row(schedule_id, future))
+        self._sending.add(task)
+        task.add_done_callback(self._sending.discard)
+
+    async def _send_row(self, schedule_id: int, future: asyncio.Future) -> None:
+        try:
+            html = await asyncio.shield(future)
+        except Exception:
+            logger.exception("live row of schedule %s not rendered", schedule_id)
+            html = ""
+        finally:
+            if self._rows.get(schedule_id) is future:
+                del self._rows[schedule_id]
         if html:
             await self.send(text_data=html)
 
@@ -118,36 +153,7 @@ class RunEventsConsumer(AsyncWebsocketConsumer):
         if schedule is None:
             return ""
         (row,) = build_rows([schedule], self.scope["user"])
-        template = "schedules/list.html#row" if self.view == "list" else "schedules/_run_now.html"
-        return render_to_string(template, {"row": row, "oob": True, "event": run})
-
-
-FRAGMENT_TTL = 1.0  # seconds a rendered fragment serves later clients of the same event
-_fragments: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-async def _shared_render(key: tuple, render: Callable[[], Awaitable[str]]) -> str:
-    """Render once per event and view for every client of this process with the same abilities.
-
-    The list and detail fragments are read from the database; without this,
-    20 open list pages made 20 renders (and 60 queries) of the same row per
-    event, and fell behind at 100 events a second; 20 live logs made 20 renders
-    of the same row. Clients arriving while the render runs wait for it.
-    """
-    loop = asyncio.get_running_loop()
-    cache = _fragments.setdefault(loop, {})
-    now = time.monotonic()
-    entry = cache.get(key)
-    if entry is None or now - entry[0] > FRAGMENT_TTL:
-        if len(cache) > 1000:
-            for old in [k for k, (at, _) in cache.items() if now - at > FRAGMENT_TTL]:
-                del cache[old]
-        entry = cache[key] = (now, asyncio.ensure_future(render()))
-    try:
-        return await asyncio.shield(entry[1])
-    except Exception:
-        cache.pop(key, None)
-        raise
+        return render_to_string("schedules/_run_now.html", {"row": row, "oob": True, "event": run})
 
 
 async def _log_row(payload: dict) -> str:

@@ -285,6 +285,7 @@ def _advance_won_slots(plans) -> list[tuple[Schedule, list[Run]]]:
     current = dict(
         Schedule.objects.select_for_update()
         .filter(pk__in=[schedule.pk for schedule, *_ in plans], status=ScheduleStatus.ACTIVE)
+        .order_by("pk")  # every process locks in the same order: no deadlock between them
         .values_list("pk", "next_run_at")
     )
     won = [plan for plan in plans if plan[0].pk in current and current[plan[0].pk] == plan[1]]
@@ -475,6 +476,7 @@ def finish_runs(*, items: list[tuple[Run, dict]], now: datetime) -> list[tuple]:
         ours = set(
             Run.objects.select_for_update()
             .filter(pk__in=[run.pk for run, _ in items], status=RunStatus.RUNNING)
+            .order_by("pk")
             .values_list("pk", flat=True)
         )
         finished = []
@@ -528,7 +530,8 @@ def _record_on_schedules(runs: list[Run]) -> None:
         count[0] += 1
         count[1] += run.status in ERROR_OUTCOMES
     rows = []
-    for pk, run in latest.items():
+    # In primary key order, as every process updates them: no deadlock between them.
+    for pk, run in sorted(latest.items()):
         duration = run.duration.total_seconds() if run.duration else None
         error = run.error if run.status != RunStatus.SUCCEEDED else ""
         started = run.started_at or run.finished_at

@@ -8,9 +8,9 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
 from django.template.loader import render_to_string
 
-from schedules import consumers
+from schedules import consumers, live_render
 from schedules.consumers import RunEventsConsumer
-from schedules.models import Run, RunStatus
+from schedules.models import Run, RunStatus, Schedule
 from schedules.scheduler.events import publish_run
 from sillo_dash.asgi import application
 from tests.scheduler.conftest import every, make_schedule
@@ -124,6 +124,7 @@ async def test_clients_with_the_same_permissions_share_one_render_per_event(monk
         return render_to_string(template, context)
 
     monkeypatch.setattr(consumers, "render_to_string", counted)
+    monkeypatch.setattr(live_render, "render_to_string", counted)
     viewer = await sync_to_async(member)("viewer", "Viewers")
     operator = await sync_to_async(member)("operator", "Operators")
     schedule = await sync_to_async(make_schedule)("nightly", "test.echo", every(60))
@@ -142,6 +143,24 @@ async def test_clients_with_the_same_permissions_share_one_render_per_event(monk
     assert len(set(log_rows)) == 1 and "nightly" in log_rows[0]
     for comm in [*lists, *logs]:
         await comm.disconnect()
+
+
+async def test_a_list_row_sent_after_a_burst_of_events_shows_the_latest_state() -> None:
+    viewer = await sync_to_async(member)("viewer", "Viewers")
+    schedule = await sync_to_async(make_schedule)("nightly", "test.echo", every(60))
+    comm = communicator(f"/ws/runs/?view=list&schedules={schedule.pk}", viewer)
+    assert (await comm.connect())[0]
+    runs = [await make_run(schedule, RunStatus.SUCCEEDED) for _ in range(10)]
+    for run in runs[:-1]:
+        await publish_run(run)
+    await sync_to_async(Schedule.objects.filter(pk=schedule.pk).update)(run_count=4242)
+    await publish_run(runs[-1])
+    rows = [await comm.receive_from(timeout=2)]
+    while not await comm.receive_nothing(timeout=0.3):
+        rows.append(await comm.receive_from(timeout=2))
+    assert 1 <= len(rows) <= 10  # rows of one schedule are coalesced, never multiplied
+    assert "4242 / " in rows[-1]  # the last row was rendered after the last event
+    await comm.disconnect()
 
 
 async def test_the_socket_is_push_only() -> None:

@@ -1,0 +1,123 @@
+"""Rendering live fragments once for many websocket clients.
+
+A run event reaches every open page; rendering its fragment per client made
+20 open pages cost 20 renders (and, for rows read from the database, 60
+queries) per event, and at 100 events a second they fell behind. Here a
+fragment is rendered once per process for every client that would get the
+same HTML: the same event, and for rows with buttons, the same abilities.
+State is per event loop (one in daphne; one per test).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import weakref
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.template.loader import render_to_string
+
+FRAGMENT_TTL = 1.0  # seconds a rendered event fragment serves later clients
+_fragments: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_batchers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+async def shared_render(key: tuple, render: Callable[[], Awaitable[str]]) -> str:
+    """One render per key for every client; clients arriving while it runs wait for it."""
+    cache = _fragments.setdefault(asyncio.get_running_loop(), {})
+    now = time.monotonic()
+    entry = cache.get(key)
+    if entry is None or now - entry[0] > FRAGMENT_TTL:
+        if len(cache) > 1000:
+            for old in [k for k, (at, _) in cache.items() if now - at > FRAGMENT_TTL]:
+                del cache[old]
+        entry = cache[key] = (now, asyncio.ensure_future(render()))
+    try:
+        return await asyncio.shield(entry[1])
+    except Exception:
+        cache.pop(key, None)
+        raise
+
+
+class ListRows:
+    """Schedule rows of the list page, rendered in batches from the database.
+
+    A row shows the schedule's state when it is rendered, so an event needs a
+    render that started after the event was published; any render started
+    after some client received that event qualifies. An event joins the
+    render already running or just done for its schedule if that render was
+    asked for by the same event, else the batch that has not started yet.
+    Every client with the same abilities shares the result. While one batch
+    renders (one `build_rows`: three queries for any number of rows), the next
+    gathers, so under load batches grow and the cost per event falls.
+    """
+
+    def __init__(self) -> None:
+        # abilities -> schedule id -> (future HTML, the events it answers)
+        self._waiting: dict[tuple, dict[int, tuple[asyncio.Future, set]]] = {}
+        self._rendering: dict[tuple, dict[int, tuple[asyncio.Future, set]]] = {}
+        self._done: dict[tuple, dict[int, tuple[asyncio.Future, set, float]]] = {}
+        self._flushers: dict[tuple, asyncio.Task] = {}
+
+    def row(self, schedule_id: int, event: tuple, user: Any, abilities: tuple) -> asyncio.Future:
+        """A future for the row's HTML ("" if the schedule is gone), fresh for `event`."""
+        running = self._rendering.get(abilities, {}).get(schedule_id)
+        if running is not None and event in running[1]:
+            return running[0]
+        done = self._done.get(abilities, {}).get(schedule_id)
+        if done is not None and event in done[1] and time.monotonic() - done[2] < FRAGMENT_TTL:
+            return done[0]
+        waiting = self._waiting.setdefault(abilities, {})
+        if schedule_id not in waiting:
+            waiting[schedule_id] = (asyncio.get_running_loop().create_future(), set())
+        future, events = waiting[schedule_id]
+        events.add(event)
+        flusher = self._flushers.get(abilities)
+        if flusher is None or flusher.done():
+            self._flushers[abilities] = asyncio.ensure_future(self._flush(abilities, user))
+        return future
+
+    async def _flush(self, abilities: tuple, user: Any) -> None:
+        while self._waiting.get(abilities):
+            batch = self._rendering[abilities] = self._waiting.pop(abilities)
+            try:
+                rendered = await _render_rows(list(batch), user)
+            except Exception as exc:
+                rendered, failure = {}, exc
+            else:
+                failure = None
+            finally:
+                del self._rendering[abilities]
+            done = self._done.setdefault(abilities, {})
+            now = time.monotonic()
+            for schedule_id, (future, events) in batch.items():
+                if not future.done():
+                    if failure is None:
+                        future.set_result(rendered.get(schedule_id, ""))
+                    else:
+                        future.set_exception(failure)
+                done[schedule_id] = (future, events, now)
+            for schedule_id in [k for k, (*_, at) in done.items() if now - at > FRAGMENT_TTL]:
+                del done[schedule_id]
+
+
+def list_rows() -> ListRows:
+    loop = asyncio.get_running_loop()
+    batcher = _batchers.get(loop)
+    if batcher is None:
+        batcher = _batchers[loop] = ListRows()
+    return batcher
+
+
+@database_sync_to_async
+def _render_rows(schedule_ids: list[int], user: Any) -> dict[int, str]:
+    from .models import Schedule
+    from .rows import build_rows
+
+    schedules = list(Schedule.objects.filter(pk__in=schedule_ids))
+    return {
+        row.pk: render_to_string("schedules/list.html#row", {"row": row, "oob": True})
+        for row in build_rows(schedules, user)
+    }
