@@ -194,7 +194,11 @@ class Scheduler:
                 max_catch_up=setting("SILLO_MAX_CATCH_UP"),
                 local_in_flight=self._local_in_flight(),
             )
-            queued, replaced_too = await self.db(
+            # Due runs start before the queue is read: their slot is now.
+            self._cancel_local(replaced, "replaced by a newer run")
+            for run in runs:
+                await self._launch_or_report(run)
+            queued, replaced = await self.db(
                 store.claim_queued,
                 now=now,
                 instance_id=self.instance_id,
@@ -202,8 +206,8 @@ class Scheduler:
                 limit=setting("SILLO_CLAIM_BATCH"),
                 local_in_flight=self._local_in_flight(),
             )
-            self._cancel_local([*replaced, *replaced_too], "replaced by a newer run")
-            for run in [*runs, *queued]:
+            self._cancel_local(replaced, "replaced by a newer run")
+            for run in queued:
                 await self._launch_or_report(run)
 
         next_at = await self.db(store.next_wakeup, tasks=self.tasks)
@@ -274,8 +278,10 @@ class Scheduler:
         task.add_done_callback(partial(self._forget, run.pk))
 
     def _forget(self, run_id: int, _task: asyncio.Task) -> None:
+        # No wake here: a catch-up run waiting for a free instance is queued with
+        # its own recheck time, which the next sleep already honours; waking on
+        # every finished run only cost an empty pass just before the next slot.
         self.in_flight.pop(run_id, None)
-        self.wake()  # a free instance may unblock waiting runs
 
     # -------------------------------------------------------------- a run
 
