@@ -306,16 +306,16 @@ def _update_each(model: type[Model], fields: list[str], rows: list[tuple], add: 
     """
     if not rows:
         return
-    meta = connection.ops.quote_name
+    quote = connection.ops.quote_name
     columns = [model._meta.get_field(name) for name in fields]
     assignments = [
-        f"{meta(f.column)} = {meta(f.column)} + %s" if i >= len(fields) - add else
-        f"{meta(f.column)} = %s"
+        f"{quote(f.column)} = {quote(f.column)} + %s" if i >= len(fields) - add else
+        f"{quote(f.column)} = %s"
         for i, f in enumerate(columns)
     ]  # fmt: skip
     sql = (
-        f"UPDATE {meta(model._meta.db_table)} SET {', '.join(assignments)} "
-        f"WHERE {meta(model._meta.pk.column)} = %s"
+        f"UPDATE {quote(model._meta.db_table)} SET {', '.join(assignments)} "
+        f"WHERE {quote(model._meta.pk.column)} = %s"
     )
     prepared = [
         [f.get_db_prep_save(v, connection) for f, v in zip(columns, row, strict=False)] + [row[-1]]
@@ -519,7 +519,7 @@ def finish_runs(*, items: list[tuple[Run, dict]], now: datetime) -> list[tuple]:
 
 
 def _record_on_schedules(runs: list[Run]) -> None:
-    """Last outcome and counters of each schedule, one UPDATE for the batch."""
+    """Last outcome and counters of each schedule, one executemany for the batch."""
     latest: dict[int, Run] = {}
     counts: dict[int, list[int]] = {}
     for run in runs:
