@@ -37,8 +37,9 @@ class RunEventsConsumer(AsyncWebsocketConsumer):
 
     `?view=list|detail|log` picks the fragments; `?schedule=<id>` narrows the
     stream to one schedule; the list view gets only the schedules of its page
-    (`?schedules=<id>,<id>,...`). Anonymous users and users without the view permission are
-    refused (close code 4403).
+    (`?schedules=<id>,<id>,...`). Anonymous users and users without the view
+    permission are refused (close code 4403). Fragments are rendered once for
+    many clients (live_render.py).
     """
 
     async def connect(self) -> None:
