@@ -9,8 +9,10 @@ reads every schedule record.
 Each (system, n) run starts a fresh process over records this process wrote,
 holding n steady schedules plus 1,000 burst schedules, and goes through:
 
-1. idle: nothing is due; CPU share per window, and resident memory at the end
-   (growth over the process before the system started);
+1. idle: nothing is due; resident memory at the end (growth over the process
+   before the system started) and, at 10,000 schedules, CPU share per window
+   (full run: windows longer than the scheduler's 30 s resync, so that its
+   periodic work is in each);
 2. steady: the n schedules fire 100 times a second in all, slots spread evenly
    (the same rate at every n, so the figures show what the number of schedules
    costs); after a warm-up, lateness per window, each window a repetition;
@@ -43,6 +45,7 @@ from scheduler_systems import SYSTEMS, WORKDIR, Plan, executions  # noqa: E402
 RATE = 100.0  # steady runs per second, whatever the number of schedules
 BURST = 1_000  # schedules due at the same instant in each burst
 SIZES = (1_000, 10_000, 100_000)
+IDLE_AT = 10_000  # the size whose idle CPU is measured
 BURST_TAIL = 6.0  # seconds after the last burst's slot to wait for its last run
 
 
@@ -59,9 +62,9 @@ class Shape:
     burst_every: float
 
 
-QUICK = Shape(idle_windows=1, idle_window=1.0, warmup=0.5, windows=2, window=1.0, bursts=2,
+QUICK = Shape(idle_windows=1, idle_window=5.5, warmup=0.5, windows=2, window=1.0, bursts=2,
               burst_every=1.5)  # fmt: skip
-FULL = Shape(idle_windows=3, idle_window=2.0, warmup=2.0, windows=5, window=4.0, bursts=4,
+FULL = Shape(idle_windows=2, idle_window=31.0, warmup=2.0, windows=5, window=4.0, bursts=4,
              burst_every=3.0)  # fmt: skip
 
 
@@ -105,7 +108,7 @@ def timeline_for(system: str, n: int, shape: Shape) -> Timeline:
     """The first steady slot comes after setup, the child's start and the idle phase."""
     schedules = n + shape.bursts * BURST
     setup = 2.0 + schedules * SETUP_PER_SCHEDULE.get(system, 1e-4)
-    idle = 0.5 + shape.idle_windows * shape.idle_window
+    idle = 0.5 + (shape.idle_windows * shape.idle_window if n == IDLE_AT else 0.0)
     first = time.time() + setup + idle
     burst_at = first + shape.warmup + shape.windows * shape.window + 0.5
     return Timeline(n, first, burst_at, shape)
@@ -125,11 +128,13 @@ def child(system: str, timeline: Timeline) -> dict:
         found["ready"] = ready
         await asyncio.sleep(0.5)  # the idle phase's warm-up
         shares = []
-        window = timeline.shape.idle_window
-        while time.time() + window < timeline.first - 0.2 and len(shares) < 20:
-            cpu = time.process_time()
-            await asyncio.sleep(window)
-            shares.append(100 * (time.process_time() - cpu) / window)
+        if timeline.n == IDLE_AT:  # the windows share what is left before the first slot
+            count = timeline.shape.idle_windows
+            window = (timeline.first - 0.2 - time.time()) / count
+            for _ in range(count if window >= 0.5 else 0):
+                cpu, began = time.process_time(), time.monotonic()
+                await asyncio.sleep(window)
+                shares.append(100 * (time.process_time() - cpu) / (time.monotonic() - began))
         found["idle_cpu_percent"] = shares
         found["rss_idle"] = process_memory()["VmRSS"]
         await asyncio.sleep(max(0.0, timeline.ends + 0.5 - time.time()))
