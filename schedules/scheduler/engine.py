@@ -231,7 +231,7 @@ class Scheduler:
     async def heartbeat_forever(self) -> None:
         """Keep this instance alive between runs (workers have no passes)."""
         while True:
-            await asyncio.sleep(setting("SILLO_HEARTBEAT_INTERVAL"))
+            await self.clock.wait(setting("SILLO_HEARTBEAT_INTERVAL"), asyncio.Event())
             try:
                 await self._heartbeat(self.clock.now())
             except Exception:
@@ -330,7 +330,8 @@ class Scheduler:
                     break
                 except Exception:
                     logger.exception("could not record %d run(s) (try %d)", len(batch), attempt + 1)
-                    await asyncio.sleep(min(2**attempt, 10))
+                    # Not self._wake: a new slot must not cut the database's breather short.
+                    await self.clock.wait(min(2**attempt, 10), asyncio.Event())
             for (_, _, done), result in zip(
                 batch, results or [(None, None)] * len(batch), strict=True
             ):

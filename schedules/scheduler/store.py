@@ -105,8 +105,8 @@ def recover_crashed(*, now: datetime, stale_after: float, host: str) -> list[Run
         )
         if updated:
             run.status, run.finished_at, run.error = RunStatus.INTERRUPTED, now, error
-            _record_on_schedules([run])
             interrupted.append(run)
+    _record_on_schedules(interrupted)
     if interrupted:
         logger.warning("marked %d run(s) of dead schedulers interrupted", len(interrupted))
     return interrupted
@@ -318,7 +318,8 @@ def _update_each(model: type[Model], fields: list[str], rows: list[tuple], add: 
         f"WHERE {quote(model._meta.pk.column)} = %s"
     )
     prepared = [
-        [f.get_db_prep_save(v, connection) for f, v in zip(columns, row, strict=False)] + [row[-1]]
+        [f.get_db_prep_save(v, connection) for f, v in zip(columns, row[:-1], strict=True)]
+        + [row[-1]]
         for row in rows
     ]
     with connection.cursor() as cursor:

@@ -270,6 +270,30 @@ async def test_a_failing_pass_is_logged_and_retried_with_backoff(
     assert {r.status for r in runs} == {RunStatus.SUCCEEDED}
 
 
+async def test_an_outcome_the_database_refuses_is_written_again_after_a_pause(
+    scheduler, clock, monkeypatch, caplog
+) -> None:
+    real = store.finish_runs
+    failures = {"left": 2}
+
+    def flaky_finish(**kwargs):
+        if failures["left"]:
+            failures["left"] -= 1
+            raise OperationalError("database is locked")
+        return real(**kwargs)
+
+    monkeypatch.setattr(store, "finish_runs", flaky_finish)
+    await create("recorded", "test.echo", every(60))
+    clock.advance(60)
+    await scheduler.run_pass()
+    await scheduler.wait_idle()
+    assert clock.waits == [1, 2]
+    assert "could not record 1 run(s) (try 2)" in caplog.text
+    (run,) = await runs_of("recorded")
+    assert run.status == RunStatus.SUCCEEDED
+    assert run.finished_at == T0 + timedelta(seconds=63)
+
+
 async def test_a_broken_channel_layer_never_stops_scheduling(scheduler, clock, monkeypatch) -> None:
     from channels.layers import get_channel_layer
 
