@@ -8,6 +8,7 @@ docs/benchmarks.md. Figures from repeated measurements are summaries:
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -18,6 +19,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 SEED = 20261201  # every random choice in the benchmarks starts here
+
+
+def benchmark_options(doc: str, quick: str) -> argparse.ArgumentParser:
+    """The options bench/run.py passes every benchmark: --quick and --json FILE."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help=quick)
+    parser.add_argument("--json", type=Path, help="write the results here")
+    return parser
 
 
 def percentile(values: Iterable[float], q: float) -> float:

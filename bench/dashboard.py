@@ -12,7 +12,6 @@ project already has. Not a test: nothing here asserts.
 
 from __future__ import annotations
 
-import argparse
 import os
 import random
 import sys
@@ -24,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from common import SEED, summary, write_results  # noqa: E402
+from common import SEED, benchmark_options, summary, write_results  # noqa: E402
 
 WORKDIR = Path(tempfile.mkdtemp(prefix="sillo-bench-dash-"))
 os.environ.update(
@@ -140,9 +139,7 @@ def measure(client: Client, url: str, headers: dict, repeats: int) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
-    parser.add_argument("--json", type=Path, help="write the results here")
+    parser = benchmark_options(__doc__, quick="fewer repetitions")
     args = parser.parse_args()
     repeats = 5 if args.quick else 20
     began = time.monotonic()

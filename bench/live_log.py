@@ -44,7 +44,7 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(BENCH.parent))
 
-from common import percentile, summary, write_results  # noqa: E402
+from common import benchmark_options, percentile, summary, write_results  # noqa: E402
 
 CLIENTS = 20
 RATE = 100.0
@@ -204,9 +204,7 @@ def one_view(path: str, port: int, cookie: str, schedule_ids: list[int], shape: 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="shorter windows")
-    parser.add_argument("--json", type=Path, help="write the results here")
+    parser = benchmark_options(__doc__, quick="shorter windows")
     parser.add_argument("--clients", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.clients:

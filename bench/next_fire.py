@@ -10,7 +10,6 @@ not read an expression is reported as such. Not a test: nothing here asserts.
 
 from __future__ import annotations
 
-import argparse
 import platform
 import statistics
 import sys
@@ -23,7 +22,7 @@ from zoneinfo import ZoneInfo
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from common import write_results  # noqa: E402
+from common import benchmark_options, write_results  # noqa: E402
 from croniter import croniter  # noqa: E402
 from cronsim import CronSim  # noqa: E402
 
@@ -115,9 +114,7 @@ def measure(fn: Callable, expr: str, start: datetime, repeats: int) -> list[floa
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
-    parser.add_argument("--json", type=Path, help="also write the results here")
+    parser = benchmark_options(__doc__, quick="fewer repetitions")
     args = parser.parse_args()
     repeats = 3 if args.quick else 7
     scan_repeats = 1 if args.quick else 3

@@ -39,7 +39,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import percentile, process_memory, quantiles, summary, write_results  # noqa: E402
+from common import (  # noqa: E402
+    benchmark_options,
+    percentile,
+    process_memory,
+    quantiles,
+    summary,
+    write_results,
+)
 from scheduler_systems import SYSTEMS, WORKDIR, Plan, executions  # noqa: E402
 
 RATE = 100.0  # steady runs per second, whatever the number of schedules
@@ -257,9 +264,7 @@ def line(n: int, system: str, row: dict) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="shorter phases")
-    parser.add_argument("--json", type=Path, help="write the results here")
+    parser = benchmark_options(__doc__, quick="shorter phases")
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="schedule counts")
     parser.add_argument("--systems", default=",".join(SYSTEMS), help="systems to run")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)

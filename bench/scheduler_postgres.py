@@ -17,7 +17,6 @@ Not a test: nothing here asserts.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import signal
@@ -33,7 +32,7 @@ import psycopg
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from common import ROOT, percentile, summary, write_results  # noqa: E402
+from common import ROOT, benchmark_options, percentile, summary, write_results  # noqa: E402
 
 from tests.production_profile import postgres  # noqa: E402
 
@@ -127,9 +126,7 @@ def run_case(url: str, env: dict, schedulers: int, shape: dict) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="shorter phases")
-    parser.add_argument("--json", type=Path, help="write the results here")
+    parser = benchmark_options(__doc__, quick="shorter phases")
     args = parser.parse_args()
     shape = QUICK if args.quick else FULL
     folder = Path(tempfile.mkdtemp(prefix="sillo-bench-pg-"))
