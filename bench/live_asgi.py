@@ -19,8 +19,8 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.urls import path  # noqa: E402
 
+from schedules.events import ALL_RUNS_GROUP  # noqa: E402
 from schedules.routing import websocket_urlpatterns  # noqa: E402
-from schedules.scheduler.events import ALL_RUNS_GROUP  # noqa: E402
 
 
 class BareConsumer(AsyncWebsocketConsumer):

@@ -141,8 +141,8 @@ def populate() -> str:
 
 async def publish(schedule_ids: list[int], rate: float) -> list[float]:
     """A run event for each schedule id in turn at `rate` a second; when each was published."""
+    from schedules.events import publish_run
     from schedules.models import Run
-    from schedules.scheduler.events import publish_run
 
     sent = []
     began = time.monotonic()

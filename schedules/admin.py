@@ -8,11 +8,11 @@ from . import services
 from .models import Run, Schedule, SchedulerInstance
 
 
-def _each(request, queryset, operation, verb: str) -> None:
+def _each(request, queryset, operation, verb: str, **extra) -> None:
     done = 0
     for schedule in queryset:
         try:
-            operation(schedule=schedule, by=request.user)
+            operation(schedule=schedule, **extra)
             done += 1
         except (services.InvalidTransition, services.RunRefused) as exc:
             messages.warning(request, str(exc))
@@ -31,7 +31,7 @@ def resume(modeladmin, request, queryset) -> None:
 
 @admin.action(description="Run now", permissions=["operate"])
 def run_now(modeladmin, request, queryset) -> None:
-    _each(request, queryset, services.schedule_run_now, "queued a run for")
+    _each(request, queryset, services.schedule_run_now, "queued a run for", by=request.user)
 
 
 @admin.register(Schedule)

@@ -1,6 +1,10 @@
+"""The app config: checks registered and task modules discovered once Django is ready."""
+
 from __future__ import annotations
 
 from django.apps import AppConfig, apps
+
+from .registry import autodiscover
 
 
 class SchedulesConfig(AppConfig):
@@ -8,7 +12,7 @@ class SchedulesConfig(AppConfig):
     verbose_name = "Schedules"
 
     def ready(self) -> None:
-        from . import checks  # noqa: F401  (registers the system checks)
-        from .registry import autodiscover
+        # Registering checks is ready()'s job (Django's convention): importing registers them.
+        from . import checks  # noqa: F401
 
         autodiscover([config.name for config in apps.get_app_configs()])

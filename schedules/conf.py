@@ -23,9 +23,9 @@ DEFAULTS: dict[str, Any] = {
     "SILLO_HEALTH_WINDOW": 3600.0,
     "SILLO_METRICS_WINDOW": 300.0,
     "SILLO_MIDDLEWARE": [
-        "schedules.scheduler.middleware.log_run",
-        "schedules.scheduler.middleware.retry",
-        "schedules.scheduler.middleware.timeout",
+        "schedules.scheduler.pipeline.log_run",
+        "schedules.scheduler.pipeline.retry",
+        "schedules.scheduler.pipeline.timeout",
     ],
 }
 

@@ -1,14 +1,20 @@
-"""Flags that depend on the code this process runs: orphan, duplicate, invalid."""
+"""Flags that depend on the code this process runs: orphan, duplicate, invalid.
+
+The dashboard, the CLI and the API show a schedule's flags through `describe`.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import QuerySet
-
 from .models import Schedule
 from .registry import Registry, registry
 from .timing import InvalidTrigger
+
+CONSEQUENCE = {
+    "orphan": "it never runs, and the schedule is kept until someone deletes it",
+    "duplicate": "none of the declarations runs until all but one are renamed",
+}
 
 
 @dataclass(frozen=True)
@@ -19,36 +25,14 @@ class Flag:
 
 def describe(schedule: Schedule, tasks: Registry = registry) -> tuple[str, list[Flag]]:
     """The schedule's trigger text and its flags, each with the reason an operator reads."""
-    found = tasks.declarations.get(schedule.task_name, [])
     flags = []
-    if not found:
-        flags.append(
-            Flag(
-                "orphan",
-                f"No code declares task '{schedule.task_name}': this schedule never runs. "
-                "It is kept until someone deletes it.",
-            )
-        )
-    elif len(found) > 1:
-        modules = ", ".join(d.qualname for d in found)
-        flags.append(
-            Flag(
-                "duplicate",
-                f"Task '{schedule.task_name}' is declared more than once ({modules}): "
-                "none of them runs until one is renamed.",
-            )
-        )
+    refusal = tasks.refusal(schedule.task_name)
+    if refusal:
+        name = tasks.status_of(schedule.task_name)
+        flags.append(Flag(name, f"The {refusal}: {CONSEQUENCE[name]}."))
     try:
         text = schedule.get_trigger().describe()
     except InvalidTrigger as exc:
         text = f"invalid trigger: {exc}"
         flags.append(Flag("invalid", f"The trigger does not parse ({exc}); it never fires."))
     return text, flags
-
-
-def with_flag(queryset: QuerySet[Schedule], flag: str, tasks: Registry = registry):
-    if flag == "orphan":
-        return queryset.exclude(task_name__in=sorted(tasks.declarations))
-    if flag == "duplicate":
-        return queryset.filter(task_name__in=sorted(tasks.duplicate_names()))
-    raise ValueError(f"unknown flag {flag!r} (orphan or duplicate)")

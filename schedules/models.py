@@ -3,71 +3,104 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta
+from collections.abc import Iterable
+from datetime import datetime, timedelta, tzinfo
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import Count, Q
 from django.utils import timezone
 
-from .timing import Trigger, trigger_from_spec
-
-
-class ScheduleStatus(models.TextChoices):
-    ACTIVE = "active"
-    PAUSED = "paused"
-    CANCELLED = "cancelled"
-    COMPLETED = "completed"
-
-
-class ScheduleSource(models.TextChoices):
-    CODE = "code", "code default"
-    OPERATOR = "operator"
-
-
-class Overlap(models.TextChoices):
-    SKIP = "skip"
-    REPLACE = "replace"
-
-
-class Misfire(models.TextChoices):
-    SKIP = "skip"
-    ONCE = "once"
-    ALL = "all"
-
-
-class Dispatch(models.TextChoices):
-    INLINE = "inline", "in the scheduler"
-    ENQUEUE = "enqueue", "on the worker pool"
-
-
-class RunStatus(models.TextChoices):
-    QUEUED = "queued"
-    RUNNING = "running"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    TIMED_OUT = "timed_out", "timed out"
-    SKIPPED = "skipped"
-    INTERRUPTED = "interrupted"
-    CANCELLED = "cancelled"
-
-
-FINISHED = (
-    RunStatus.SUCCEEDED,
-    RunStatus.FAILED,
-    RunStatus.TIMED_OUT,
-    RunStatus.SKIPPED,
-    RunStatus.INTERRUPTED,
-    RunStatus.CANCELLED,
+from .choices import (
+    FINISHED,
+    Dispatch,
+    Misfire,
+    Overlap,
+    RunReason,
+    RunStatus,
+    ScheduleSource,
+    ScheduleStatus,
 )
+from .conf import setting
+from .timing import InvalidTrigger, Trigger, get_zone, preview_times, trigger_from_spec
+
+if TYPE_CHECKING:
+    from .registry import Registry
+
+__all__ = [
+    "FINISHED",
+    "Dispatch",
+    "Misfire",
+    "Overlap",
+    "Run",
+    "RunReason",
+    "RunStatus",
+    "Schedule",
+    "ScheduleSource",
+    "ScheduleStatus",
+    "SchedulerInstance",
+]
 
 
-class RunReason(models.TextChoices):
-    SCHEDULED = "scheduled"
-    MANUAL = "manual"
-    RETRY = "retry"
-    CATCH_UP = "catch-up"
+class ScheduleQuerySet(models.QuerySet["Schedule"]):
+    def due(self, *, now: datetime, task_names: Iterable[str]) -> ScheduleQuerySet:
+        """Active schedules of these tasks whose slot has come (reads schedule_due_idx)."""
+        return self.filter(
+            status=ScheduleStatus.ACTIVE, next_run_at__lte=now, task_name__in=sorted(task_names)
+        ).order_by("next_run_at", "-priority")
+
+    def next_slot_at(self, *, task_names: Iterable[str]) -> datetime | None:
+        """The earliest slot of any active schedule of these tasks (schedule_due_idx)."""
+        return (
+            self.filter(
+                status=ScheduleStatus.ACTIVE,
+                next_run_at__isnull=False,
+                task_name__in=sorted(task_names),
+            )
+            .order_by("next_run_at")
+            .values_list("next_run_at", flat=True)
+            .first()
+        )
+
+    def with_flag(self, flag: str, tasks: Registry) -> ScheduleQuerySet:
+        """Schedules flagged `orphan` or `duplicate` by the code this process runs."""
+        if flag == "orphan":
+            return self.exclude(task_name__in=sorted(tasks.declarations))
+        if flag == "duplicate":
+            return self.filter(task_name__in=sorted(tasks.duplicate_names()))
+        raise ValueError(f"unknown flag {flag!r} (orphan or duplicate)")
+
+
+class RunQuerySet(models.QuerySet["Run"]):
+    def running(self) -> RunQuerySet:
+        return self.filter(status=RunStatus.RUNNING)
+
+    def queued(self) -> RunQuerySet:
+        return self.filter(status=RunStatus.QUEUED)
+
+    def for_schedule(self, schedule: Schedule | int) -> RunQuerySet:
+        """A schedule's runs, newest first (run_history_idx)."""
+        return self.filter(schedule=schedule).order_by("-queued_at", "-pk")
+
+    def running_counts(self, schedule_ids: Iterable[int]) -> dict[int, int]:
+        """Runs in flight per schedule, in one query (run_running_idx)."""
+        return dict(
+            self.running()
+            .filter(schedule_id__in=list(schedule_ids))
+            .values_list("schedule_id")
+            .annotate(n=Count("pk"))
+            .values_list("schedule_id", "n")
+        )
+
+
+class SchedulerInstanceQuerySet(models.QuerySet["SchedulerInstance"]):
+    def alive(self, *, now: datetime | None = None, kind: str = "scheduler"):
+        """Instances of `kind` not stopped, whose heartbeat is fresher than SILLO_STALE_AFTER."""
+        now = now or timezone.now()
+        stale = now - timedelta(seconds=setting("SILLO_STALE_AFTER"))
+        return self.filter(kind=kind, stopped_at__isnull=True, heartbeat_at__gte=stale)
 
 
 class Schedule(models.Model):
@@ -110,6 +143,8 @@ class Schedule(models.Model):
 
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+
+    objects = ScheduleQuerySet.as_manager()
 
     class Meta:
         ordering = ["code"]
@@ -160,6 +195,20 @@ class Schedule(models.Model):
         """
         return _parse_spec(json.dumps(self.trigger, sort_keys=True))
 
+    def preview_times(
+        self, count: int, *, after: datetime, operator_zone: tzinfo | None = None
+    ) -> list[tuple[datetime, datetime]]:
+        """The next fire times in the schedule's zone and the operator's; [] if the
+        stored trigger or zone no longer parses."""
+        try:
+            zone = get_zone(self.tz)
+            trigger = self.get_trigger()
+        except InvalidTrigger:
+            return []
+        return preview_times(
+            trigger, count=count, after=after, zone=zone, operator_zone=operator_zone
+        )
+
 
 @lru_cache(maxsize=10_000)
 def _parse_spec(spec_json: str) -> Trigger:
@@ -193,6 +242,8 @@ class Run(models.Model):
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
+
+    objects = RunQuerySet.as_manager()
 
     class Meta:
         ordering = ["-queued_at", "-id"]
@@ -238,6 +289,11 @@ class Run(models.Model):
         return None
 
     @property
+    def latest_at(self) -> datetime:
+        """The run's latest event: finished, else started, else queued."""
+        return self.finished_at or self.started_at or self.queued_at
+
+    @property
     def duration_ms(self) -> int | None:
         duration = self.duration
         return None if duration is None else round(duration.total_seconds() * 1000)
@@ -254,11 +310,10 @@ class SchedulerInstance(models.Model):
     heartbeat_at = models.DateTimeField(default=timezone.now, db_index=True)
     stopped_at = models.DateTimeField(null=True, blank=True)
 
+    objects = SchedulerInstanceQuerySet.as_manager()
+
     class Meta:
         ordering = ["-heartbeat_at"]
 
     def __str__(self) -> str:
         return f"{self.host}:{self.pid}"
-
-    def is_alive(self, now: datetime, stale_after: float) -> bool:
-        return self.stopped_at is None and (now - self.heartbeat_at).total_seconds() <= stale_after

@@ -1,4 +1,4 @@
-"""Plain-data views of schedules and runs, shared by the CLI, health and events."""
+"""Plain-data views of schedules and runs: the CLI's JSON output."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from datetime import datetime
 
 from .flags import describe
 from .models import Run, Schedule
-from .registry import Registry, registry
+from .registry import OPTION_NAMES, Registry, registry
 
 
 def iso(value: datetime | None) -> str | None:
@@ -34,16 +34,7 @@ def schedule_data(schedule: Schedule, tasks: Registry = registry) -> dict:
         "runs": schedule.run_count,
         "errors": schedule.error_count,
         "flags": [flag.name for flag in flags],
-        "options": {
-            "timeout": schedule.timeout,
-            "max_attempts": schedule.max_attempts,
-            "retry_delay": schedule.retry_delay,
-            "max_instances": schedule.max_instances,
-            "overlap": schedule.overlap,
-            "misfire": schedule.misfire,
-            "misfire_grace": schedule.misfire_grace,
-            "priority": schedule.priority,
-        },
+        "options": {name: getattr(schedule, name) for name in OPTION_NAMES},
     }
 
 

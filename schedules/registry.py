@@ -12,16 +12,13 @@ import inspect
 import logging
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
+from .choices import Dispatch, Misfire, Overlap
 from .timing import Cron, Interval, InvalidTrigger, Trigger
 
 logger = logging.getLogger(__name__)
-
-OVERLAP_CHOICES = ("skip", "replace")
-MISFIRE_CHOICES = ("skip", "once", "all")
-DISPATCH_CHOICES = ("inline", "enqueue")
 
 
 @dataclass(frozen=True)
@@ -37,6 +34,10 @@ class TaskOptions:
     misfire_grace: float = 60.0
     priority: int = 0
     dispatch: str = "inline"
+
+
+# The option names, in declaration order: a schedule record has a field of each.
+OPTION_NAMES: tuple[str, ...] = tuple(f.name for f in fields(TaskOptions))
 
 
 @dataclass
@@ -97,6 +98,20 @@ class Registry:
             return "duplicate"
         return "ok" if found else "orphan"
 
+    def refusal(self, task_name: str) -> str:
+        """Why runs of `task_name` cannot execute, or "" if they can.
+
+        The one wording for "can this task run?": run-now refusals, skipped
+        runs, flags and the list's disabled buttons all say this.
+        """
+        found = self.declarations.get(task_name, [])
+        if not found:
+            return f"task '{task_name}' is not declared (orphan)"
+        if len(found) > 1:
+            places = ", ".join(d.qualname for d in found)
+            return f"task '{task_name}' is declared more than once (duplicate), in {places}"
+        return ""
+
 
 registry = Registry()
 
@@ -107,39 +122,28 @@ def task(
     every: float | None = None,
     cron: str | None = None,
     tz: str | None = None,
-    timeout: float | None = None,
-    max_attempts: int = 1,
-    retry_delay: float = 10.0,
-    max_instances: int = 1,
-    overlap: str = "skip",
-    misfire: str = "skip",
-    misfire_grace: float = 60.0,
-    priority: int = 0,
-    dispatch: str = "inline",
     middleware: Sequence[Callable] = (),
+    **options: Any,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare a function as a schedulable task called `name`.
 
     `every` (seconds) or `cron` (with `tz`) give the task a code default: a
-    schedule record created when missing. The function is returned unchanged.
+    schedule record created when missing. `options` are the fields of
+    `TaskOptions` (timeout, max_attempts, retry_delay, ...). The function is
+    returned unchanged.
     """
 
     def register(func: Callable[..., Any]) -> Callable[..., Any]:
-        options = TaskOptions(
-            timeout=timeout,
-            max_attempts=max_attempts,
-            retry_delay=retry_delay,
-            max_instances=max_instances,
-            overlap=overlap,
-            misfire=misfire,
-            misfire_grace=misfire_grace,
-            priority=priority,
-            dispatch=dispatch,
-        )
+        unknown = sorted(set(options) - set(OPTION_NAMES))
+        known = {key: value for key, value in options.items() if key in OPTION_NAMES}
         declaration = TaskDeclaration(
-            name=name, func=func, options=options, middleware=tuple(middleware)
+            name=name, func=func, options=TaskOptions(**known), middleware=tuple(middleware)
         )
-        declaration.problems.extend(_option_problems(options))
+        if unknown:
+            declaration.problems.append(
+                f"unknown option(s) {', '.join(unknown)}; known: {', '.join(OPTION_NAMES)}"
+            )
+        declaration.problems.extend(_option_problems(declaration.options))
         if not isinstance(name, str) or not name.strip():
             declaration.problems.append("task name must be a non-empty string")
         if every is not None and cron is not None:
@@ -169,12 +173,9 @@ def _option_problems(options: TaskOptions) -> list[str]:
         problems.append("retry_delay must not be negative")
     if not isinstance(options.max_instances, int) or options.max_instances < 1:
         problems.append("max_instances must be at least 1")
-    if options.overlap not in OVERLAP_CHOICES:
-        problems.append(f"overlap must be one of {', '.join(OVERLAP_CHOICES)}")
-    if options.misfire not in MISFIRE_CHOICES:
-        problems.append(f"misfire must be one of {', '.join(MISFIRE_CHOICES)}")
-    if options.dispatch not in DISPATCH_CHOICES:
-        problems.append(f"dispatch must be one of {', '.join(DISPATCH_CHOICES)}")
+    for option, choices in (("overlap", Overlap), ("misfire", Misfire), ("dispatch", Dispatch)):
+        if getattr(options, option) not in choices.values:
+            problems.append(f"{option} must be one of {', '.join(choices.values)}")
     if not options.misfire_grace >= 0:
         problems.append("misfire_grace must not be negative")
     return problems

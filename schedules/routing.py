@@ -4,6 +4,6 @@ from __future__ import annotations
 
 from django.urls import path
 
-from .consumers import RunEventsConsumer
+from .web.consumers import RunEventsConsumer
 
 websocket_urlpatterns = [path("ws/runs/", RunEventsConsumer.as_asgi())]

@@ -1,17 +1,16 @@
-"""Operations that change schedules and runs.
+"""Operations that change schedules and queue runs, as operators and code ask for them.
 
-Views, the admin, the CLI and the scheduler all call these; none of them
-changes a Schedule's status or queues a Run any other way.
+Views, the admin, the CLI and the scheduler's code-default sync call these.
+The scheduler's own bookkeeping (claiming slots, recording outcomes, queuing
+retries, completing a one-shot after its last run) lives in `scheduler/`.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import asdict
 from datetime import datetime
 
-from asgiref.sync import async_to_sync
-from channels.exceptions import ChannelFull
-from channels.layers import get_channel_layer
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -20,10 +19,9 @@ from .models import Run, RunReason, RunStatus, Schedule, ScheduleSource, Schedul
 from .registry import Registry, TaskDeclaration, registry
 from .scheduler import dispatch
 from .timing import InvalidTrigger, Trigger, trigger_from_spec
+from .wake import wake_schedulers
 
 logger = logging.getLogger(__name__)
-
-SCHEDULER_CHANNEL = "scheduler"
 
 # Allowed status transitions; anything else is refused with a reason.
 TRANSITIONS: dict[str, set[str]] = {
@@ -73,18 +71,16 @@ def _transition(*, schedule: Schedule, to: str, now: datetime | None = None) -> 
     return current
 
 
-def schedule_pause(*, schedule: Schedule, by: AbstractBaseUser | None = None) -> Schedule:
+def schedule_pause(*, schedule: Schedule) -> Schedule:
     return _transition(schedule=schedule, to=ScheduleStatus.PAUSED)
 
 
-def schedule_resume(
-    *, schedule: Schedule, by: AbstractBaseUser | None = None, now: datetime | None = None
-) -> Schedule:
+def schedule_resume(*, schedule: Schedule, now: datetime | None = None) -> Schedule:
     """Back to active; the next slot is computed from now, missed slots are not run."""
     return _transition(schedule=schedule, to=ScheduleStatus.ACTIVE, now=now)
 
 
-def schedule_cancel(*, schedule: Schedule, by: AbstractBaseUser | None = None) -> Schedule:
+def schedule_cancel(*, schedule: Schedule) -> Schedule:
     return _transition(schedule=schedule, to=ScheduleStatus.CANCELLED)
 
 
@@ -199,7 +195,6 @@ def sync_code_defaults(*, tasks: Registry = registry, now: datetime | None = Non
 
 
 def _create_default(declaration: TaskDeclaration, now: datetime) -> Schedule:
-    options = declaration.options
     trigger = declaration.default_trigger
     return Schedule.objects.create(
         code=declaration.name,
@@ -207,16 +202,8 @@ def _create_default(declaration: TaskDeclaration, now: datetime) -> Schedule:
         trigger=trigger.to_spec(),
         tz=display_zone(trigger),
         source=ScheduleSource.CODE,
-        timeout=options.timeout,
-        max_attempts=options.max_attempts,
-        retry_delay=options.retry_delay,
-        max_instances=options.max_instances,
-        overlap=options.overlap,
-        misfire=options.misfire,
-        misfire_grace=options.misfire_grace,
-        priority=options.priority,
-        dispatch=options.dispatch,
         next_run_at=trigger.next_fire(now),
+        **asdict(declaration.options),
     )
 
 
@@ -237,16 +224,9 @@ def schedule_run_now(
     *, schedule: Schedule, by: AbstractBaseUser | None = None, tasks: Registry = registry
 ) -> Run:
     """Queue a manual run and wake a scheduler; refused for orphans and duplicates."""
-    status = tasks.status_of(schedule.task_name)
-    if status == "orphan":
-        raise RunRefused(
-            f"cannot run '{schedule.code}': task '{schedule.task_name}' is not declared (orphan)"
-        )
-    if status == "duplicate":
-        raise RunRefused(
-            f"cannot run '{schedule.code}': task '{schedule.task_name}' is declared more than "
-            "once (duplicate)"
-        )
+    refusal = tasks.refusal(schedule.task_name)
+    if refusal:
+        raise RunRefused(f"cannot run '{schedule.code}': {refusal}")
     now = timezone.now()
     with transaction.atomic():
         run = Run.objects.create(
@@ -264,16 +244,3 @@ def schedule_run_now(
         dispatch.enqueue(run)
     wake_schedulers()
     return run
-
-
-def wake_schedulers() -> None:
-    """Hint a scheduler to look now. Lost hints cost at most one resync interval."""
-    layer = get_channel_layer()
-    if layer is None:
-        return
-    try:
-        async_to_sync(layer.send)(SCHEDULER_CHANNEL, {"type": "scheduler.wake"})
-    except ChannelFull:
-        pass  # wake-ups are already waiting for a scheduler
-    except Exception as exc:  # the channel layer is a hint path; the database is the truth
-        logger.warning("could not wake schedulers: %s", exc)

@@ -1,8 +1,10 @@
+"""The app's URLs: `include("schedules.urls")`. Views live in `schedules.web.views`."""
+
 from __future__ import annotations
 
 from django.urls import path
 
-from .views import (
+from .web.views import (
     health,
     live,
     metrics,

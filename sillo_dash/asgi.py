@@ -15,9 +15,9 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ChannelNameRouter, ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
-from schedules.consumers import SchedulerWakeConsumer  # noqa: E402
 from schedules.routing import websocket_urlpatterns  # noqa: E402
-from schedules.services import SCHEDULER_CHANNEL  # noqa: E402
+from schedules.scheduler.hints import SchedulerWakeConsumer  # noqa: E402
+from schedules.wake import SCHEDULER_CHANNEL  # noqa: E402
 
 application = ProtocolTypeRouter(
     {

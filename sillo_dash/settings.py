@@ -87,7 +87,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    "schedules.middleware.OperatorTimezoneMiddleware",
+    "schedules.web.middleware.OperatorTimezoneMiddleware",
 ]
 
 ROOT_URLCONF = "sillo_dash.urls"
@@ -104,7 +104,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "schedules.context_processors.banners",
+                "schedules.web.context_processors.banners",
             ],
         },
     },

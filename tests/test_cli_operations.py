@@ -10,7 +10,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from schedules.models import Run, RunStatus, Schedule
-from tests.scheduler.conftest import every, make_schedule
+from tests.factories import every, make_schedule
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

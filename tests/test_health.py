@@ -9,7 +9,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from schedules.models import Run, RunReason, RunStatus, Schedule, SchedulerInstance
-from tests.scheduler.conftest import every, make_schedule
+from tests.factories import every, make_schedule
 
 pytestmark = pytest.mark.django_db
 

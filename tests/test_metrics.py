@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from schedules.models import Run, SchedulerInstance
-from tests.scheduler.conftest import every, make_schedule
+from tests.factories import every, make_schedule
 
 pytestmark = pytest.mark.django_db
 TOKEN = "a-metrics-token-of-some-length"

@@ -22,7 +22,8 @@ from ..models import Dispatch, Run
 @task
 def execute_run(run_id: int) -> str:
     """The worker side: claim the run, execute it, record the outcome."""
-    from .process import worker_runtime
+    # Deferred: worker imports the engine, which imports claims, which imports this module.
+    from .worker import worker_runtime
 
     return worker_runtime().execute(run_id)
 

@@ -23,26 +23,19 @@ from django.db import DatabaseError, connection, connections
 
 from .. import services
 from ..conf import setting
+from ..events import publish_run
 from ..models import Run, RunStatus
 from ..registry import Registry, registry
 from ..signals import run_finished, run_started
-from . import store
+from . import claims, hints, instances, outcomes, retention
 from .clock import Clock, SystemClock
-from .events import publish_run
 from .executor import Executor, Outcome, context_for
+from .recorder import OutcomeRecorder
 
 logger = logging.getLogger(__name__)
 
 MAX_BACKOFF = 30.0
 PRUNE_EVERY = 50  # finished runs of a schedule between two prunes
-
-# Schedulers running in this process, for wake hints from the channel worker.
-_local: set[Scheduler] = set()
-
-
-def wake_local() -> None:
-    for scheduler in list(_local):
-        scheduler.wake()
 
 
 class Scheduler:
@@ -69,8 +62,7 @@ class Scheduler:
         self.in_flight: dict[int, asyncio.Task] = {}
         self._last: dict[str, datetime] = {}
         self._finished_since_prune: dict[int, int] = {}
-        self._outcomes: list[tuple] = []
-        self._flusher: asyncio.Task | None = None
+        self.recorder = OutcomeRecorder(db=self.db, clock=self.clock)
         self.passes = 0
 
     # -------------------------------------------------------------- plumbing
@@ -100,7 +92,7 @@ class Scheduler:
             return
         now = self.clock.now()
         await self.db(
-            store.register_instance,
+            instances.register_instance,
             instance_id=self.instance_id,
             host=self.host,
             pid=os.getpid(),
@@ -109,7 +101,7 @@ class Scheduler:
         )
         self._last["heartbeat"] = now
         self._started = True
-        _local.add(self)
+        hints.register(self)
         logger.info("scheduler %s started on %s pid %s", self.instance_id, self.host, os.getpid())
 
     async def run_forever(self, stop: asyncio.Event) -> None:
@@ -146,7 +138,7 @@ class Scheduler:
     async def shutdown(self) -> None:
         """Stop claiming, give runs a grace period, cancel the rest, record all."""
         self._stopping = True
-        _local.discard(self)
+        hints.unregister(self)
         tasks = list(self.in_flight.values())
         if tasks:
             grace = setting("SILLO_SHUTDOWN_GRACE")
@@ -157,7 +149,9 @@ class Scheduler:
             if pending:
                 await asyncio.wait(pending)
         try:
-            await self.db(store.stop_instance, instance_id=self.instance_id, now=self.clock.now())
+            await self.db(
+                instances.stop_instance, instance_id=self.instance_id, now=self.clock.now()
+            )
         except Exception:
             logger.exception("could not mark scheduler %s stopped", self.instance_id)
         self.executor.shutdown()
@@ -174,7 +168,7 @@ class Scheduler:
         if self._due("heartbeat", setting("SILLO_HEARTBEAT_INTERVAL"), now):
             await self._heartbeat(now)
             for run in await self.db(
-                store.recover_crashed,
+                instances.recover_crashed,
                 now=now,
                 stale_after=setting("SILLO_STALE_AFTER"),
                 host=self.host,
@@ -186,7 +180,7 @@ class Scheduler:
 
         if not self._stopping:
             runs, replaced = await self.db(
-                store.claim_due,
+                claims.claim_due,
                 now=now,
                 instance_id=self.instance_id,
                 tasks=self.tasks,
@@ -199,7 +193,7 @@ class Scheduler:
             for run in runs:
                 await self._launch_or_report(run)
             queued, replaced = await self.db(
-                store.claim_queued,
+                claims.claim_queued,
                 now=now,
                 instance_id=self.instance_id,
                 tasks=self.tasks,
@@ -210,7 +204,7 @@ class Scheduler:
             for run in queued:
                 await self._launch_or_report(run)
 
-        next_at = await self.db(store.next_wakeup, tasks=self.tasks)
+        next_at = await self.db(claims.next_wakeup, tasks=self.tasks)
         resync = setting("SILLO_RESYNC_INTERVAL")
         if next_at is None:
             return resync
@@ -222,7 +216,7 @@ class Scheduler:
             await asyncio.wait(list(self.in_flight.values()))
 
     async def _heartbeat(self, now: datetime) -> None:
-        if not await self.db(store.heartbeat, instance_id=self.instance_id, now=now):
+        if not await self.db(instances.heartbeat, instance_id=self.instance_id, now=now):
             # The record was deleted or marked stopped while we were alive: say so again.
             logger.warning("scheduler %s was marked gone; registering again", self.instance_id)
             self._started = False
@@ -240,7 +234,7 @@ class Scheduler:
     async def run_queued(self, run_id: int, dispatch_kind: str = "inline") -> None:
         """Claim and execute one queued run now, and wait for it."""
         runs, replaced = await self.db(
-            store.claim_queued,
+            claims.claim_queued,
             now=self.clock.now(),
             instance_id=self.instance_id,
             tasks=self.tasks,
@@ -259,7 +253,7 @@ class Scheduler:
         ids = list(self.in_flight)
         if not ids:
             return
-        alive = await self.db(store.still_running, run_ids=ids)
+        alive = await self.db(outcomes.still_running, run_ids=ids)
         self._cancel_local([i for i in ids if i not in alive], "ended by another process")
 
     def _cancel_local(self, run_ids: list[int], why: str) -> None:
@@ -296,7 +290,7 @@ class Scheduler:
         except asyncio.CancelledError as exc:
             why = exc.args[0] if exc.args else "scheduler shut down"
             outcome = Outcome(RunStatus.CANCELLED, str(why))
-        finished, retry = await self._finish(run, outcome)
+        finished, retry = await self.recorder.record(run, outcome)
         if finished is None:  # ended elsewhere (replaced, or marked interrupted)
             ended = await self.db(Run.objects.filter(pk=run.pk).first)
             if ended is not None:
@@ -309,35 +303,6 @@ class Scheduler:
             await self._publish(retry)
         await self._maybe_prune(finished.schedule_id)
 
-    async def _finish(self, run: Run, outcome: Outcome) -> tuple:
-        """Queue the outcome for the next batched write and wait for it."""
-        done = asyncio.get_running_loop().create_future()
-        self._outcomes.append((run, outcome, done))
-        if self._flusher is None or self._flusher.done():
-            self._flusher = asyncio.create_task(self._flush_outcomes())
-        return await asyncio.shield(done)
-
-    async def _flush_outcomes(self) -> None:
-        """Write finished runs in batches: while one batch is written, the next gathers."""
-        while self._outcomes:
-            batch, self._outcomes = self._outcomes[:500], self._outcomes[500:]
-            items = [(run, vars(outcome)) for run, outcome, _ in batch]
-            results = None
-            # Recording outcomes must survive a database hiccup: try a few times.
-            for attempt in range(6):
-                try:
-                    results = await self.db(store.finish_runs, items=items, now=self.clock.now())
-                    break
-                except Exception:
-                    logger.exception("could not record %d run(s) (try %d)", len(batch), attempt + 1)
-                    # Not self._wake: a new slot must not cut the database's breather short.
-                    await self.clock.wait(min(2**attempt, 10), asyncio.Event())
-            for (_, _, done), result in zip(
-                batch, results or [(None, None)] * len(batch), strict=True
-            ):
-                if not done.done():
-                    done.set_result(result)
-
     async def _maybe_prune(self, schedule_id: int | None) -> None:
         if schedule_id is None:
             return
@@ -348,7 +313,9 @@ class Scheduler:
         self._finished_since_prune[schedule_id] = 0
         try:
             await self.db(
-                store.prune_runs, schedule_id=schedule_id, keep=setting("SILLO_RUNS_PER_SCHEDULE")
+                retention.prune_runs,
+                schedule_id=schedule_id,
+                keep=setting("SILLO_RUNS_PER_SCHEDULE"),
             )
         except Exception:
             logger.exception("pruning runs of schedule %s failed", schedule_id)

@@ -23,7 +23,7 @@ from django.utils.module_loading import import_string
 from ..conf import setting
 from ..models import Run, RunStatus, Schedule
 from ..registry import TaskDeclaration
-from .middleware import Middleware, RunContext, RunSkipped, RunTimedOut, build_pipeline
+from .pipeline import Middleware, RunContext, RunSkipped, RunTimedOut, build_pipeline
 
 
 @dataclass

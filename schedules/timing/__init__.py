@@ -10,13 +10,9 @@ from __future__ import annotations
 from .base import Trigger
 from .cron import Cron
 from .errors import InvalidTrigger
+from .preview import own_zone, preview_times
 from .triggers import Compound, Date, Interval, instant_from_text, trigger_from_spec
-
-
-def describe(trigger: Trigger) -> str:
-    """Human text for any trigger."""
-    return trigger.describe()
-
+from .zones import get_zone
 
 __all__ = [
     "Compound",
@@ -25,7 +21,9 @@ __all__ = [
     "Interval",
     "InvalidTrigger",
     "Trigger",
-    "describe",
+    "get_zone",
     "instant_from_text",
+    "own_zone",
+    "preview_times",
     "trigger_from_spec",
 ]

@@ -8,7 +8,7 @@ import pytest
 from django.apps import apps as django_apps
 from django.contrib.auth.models import Group, User
 
-from tests.scheduler.conftest import every, make_schedule
+from tests.factories import every, make_schedule
 
 
 def member(username: str, group: str | None = None, **fields) -> User:

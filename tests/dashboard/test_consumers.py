@@ -8,12 +8,12 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
 from django.template.loader import render_to_string
 
-from schedules import consumers, live_render
-from schedules.consumers import RunEventsConsumer
+from schedules.events import publish_run
 from schedules.models import Run, RunStatus, Schedule
-from schedules.scheduler.events import publish_run
+from schedules.web import fragments
+from schedules.web.consumers import RunEventsConsumer
 from sillo_dash.asgi import application
-from tests.scheduler.conftest import every, make_schedule
+from tests.factories import every, make_schedule
 
 from .conftest import member
 
@@ -123,8 +123,7 @@ async def test_clients_with_the_same_permissions_share_one_render_per_event(monk
         renders.append(template)
         return render_to_string(template, context)
 
-    monkeypatch.setattr(consumers, "render_to_string", counted)
-    monkeypatch.setattr(live_render, "render_to_string", counted)
+    monkeypatch.setattr(fragments, "render_to_string", counted)
     viewer = await sync_to_async(member)("viewer", "Viewers")
     operator = await sync_to_async(member)("operator", "Operators")
     schedule = await sync_to_async(make_schedule)("nightly", "test.echo", every(60))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from schedules.models import Run, RunStatus, Schedule
-from tests.scheduler.conftest import every, make_schedule
+from tests.factories import every, make_schedule
 
 from .conftest import HX
 
@@ -44,7 +44,7 @@ def test_orphans_and_duplicates_are_flagged_with_the_reason(client, viewer, orph
     client.force_login(viewer)
     html = client.get("/").content.decode()
     assert "ORPHAN" in html
-    assert "No code declares task &#x27;no.such.task&#x27;" in html
+    assert "The task &#x27;no.such.task&#x27; is not declared (orphan)" in html
     assert "schedule(s) name a task no code declares" in html  # the banner
 
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from schedules.models import Run, RunStatus, Schedule
-from tests.scheduler.conftest import every, make_schedule
+from tests.factories import every, make_schedule
 
 from .conftest import HX
 

@@ -2,41 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
-from datetime import UTC, datetime, timedelta
-
 import pytest
-from asgiref.sync import sync_to_async
 
-from schedules import services
-from schedules.models import Run, Schedule
 from schedules.registry import registry
 from schedules.scheduler.engine import Scheduler
+from tests.factories import FakeClock
 from tests.taskapp import tasks as test_tasks
-
-T0 = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
-
-
-class FakeClock:
-    """Time stands still until a test moves it; waits are recorded, not slept."""
-
-    def __init__(self, now: datetime = T0) -> None:
-        self.current = now
-        self.waits: list[float] = []
-
-    def now(self) -> datetime:
-        return self.current
-
-    def advance(self, seconds: float) -> datetime:
-        self.current += timedelta(seconds=seconds)
-        return self.current
-
-    async def wait(self, seconds: float, wake: asyncio.Event) -> None:
-        self.waits.append(seconds)
-        if not wake.is_set():
-            self.current += timedelta(seconds=seconds)
-        wake.clear()
-        await asyncio.sleep(0)
 
 
 @pytest.fixture
@@ -56,31 +27,3 @@ async def scheduler(clock: FakeClock, transactional_db):
         await instance.shutdown()
     test_tasks.async_gates.clear()
     test_tasks.sync_gate.clear()
-
-
-def make_schedule(code: str, task_name: str, trigger: dict, *, now: datetime = T0, **fields):
-    return services.schedule_create(
-        code=code, task_name=task_name, trigger=trigger, now=now, **fields
-    )
-
-
-async def create(code: str, task_name: str, trigger: dict, **fields) -> Schedule:
-    return await sync_to_async(make_schedule)(code, task_name, trigger, **fields)
-
-
-async def runs_of(code: str) -> list[Run]:
-    return await sync_to_async(
-        lambda: list(Run.objects.filter(schedule_code=code).order_by("pk"))
-    )()
-
-
-async def reload(schedule: Schedule) -> Schedule:
-    return await sync_to_async(Schedule.objects.get)(pk=schedule.pk)
-
-
-async def schedule_of(code: str) -> Schedule:
-    return await sync_to_async(Schedule.objects.get)(code=code)
-
-
-def every(seconds: float) -> dict:
-    return {"kind": "interval", "every": seconds}

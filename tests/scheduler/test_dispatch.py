@@ -11,16 +11,15 @@ from django_tasks_db.models import DBTaskResult
 from schedules import services
 from schedules.models import Run, RunStatus, SchedulerInstance
 from schedules.registry import registry
-from schedules.scheduler import dispatch, store
-
-from .conftest import create, every, make_schedule, runs_of
+from schedules.scheduler import claims, dispatch
+from tests.factories import create, every, make_schedule, runs_of
 
 
 @pytest.fixture(autouse=True, scope="module")
 def _close_the_worker_runtime():
     """The worker runtime lives as long as its process; here, as long as this module."""
     yield
-    from schedules.scheduler.process import close_worker_runtime
+    from schedules.scheduler.worker import close_worker_runtime
 
     close_worker_runtime()
 
@@ -38,7 +37,7 @@ async def test_the_scheduler_enqueues_instead_of_executing(scheduler, clock) -> 
     # Queued pool runs do not keep the scheduler awake.
     await scheduler.run_pass()
     assert (await runs_of("pooled"))[0].status == RunStatus.QUEUED
-    assert await sync_to_async(store.next_wakeup)(tasks=registry) > clock.now()
+    assert await sync_to_async(claims.next_wakeup)(tasks=registry) > clock.now()
 
 
 @pytest.mark.django_db(transaction=True)

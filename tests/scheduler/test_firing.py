@@ -8,8 +8,7 @@ from datetime import timedelta
 import pytest
 
 from schedules.models import RunReason, RunStatus, Schedule
-
-from .conftest import T0, create, every, reload, runs_of
+from tests.factories import T0, create, every, reload, runs_of
 
 
 async def test_a_due_slot_fires_once_and_moves_to_the_next_slot(scheduler, clock) -> None:
@@ -91,15 +90,14 @@ async def test_two_schedulers_never_run_a_slot_twice(clock, transactional_db) ->
 
 def test_a_pass_costs_what_is_due_not_what_exists(db, django_assert_num_queries) -> None:
     from schedules.registry import registry
-    from schedules.scheduler import store
-
-    from .conftest import make_schedule
+    from schedules.scheduler import claims
+    from tests.factories import make_schedule
 
     for i in range(30):
         make_schedule(f"far{i}", "test.echo", every(3600 + i))
 
     def claim():
-        return store.claim_due(
+        return claims.claim_due(
             now=T0 + timedelta(seconds=1), instance_id="x", tasks=registry, limit=500,
             max_catch_up=100, local_in_flight={},
         )  # fmt: skip
@@ -109,13 +107,13 @@ def test_a_pass_costs_what_is_due_not_what_exists(db, django_assert_num_queries)
     assert runs == []
     earliest = min(Schedule.objects.values_list("next_run_at", flat=True))
     with django_assert_num_queries(2):
-        assert store.next_wakeup(tasks=registry) == earliest
+        assert claims.next_wakeup(tasks=registry) == earliest
 
 
 @pytest.mark.sqlite
 def test_the_due_query_reads_the_due_index_not_every_schedule_of_a_task(db) -> None:
+    from schedules.models import Schedule
     from schedules.registry import registry
-    from schedules.scheduler import store
 
-    plan = store.due_schedules(now=T0, tasks=registry).explain()
+    plan = Schedule.objects.due(now=T0, task_names=registry.runnable_names()).explain()
     assert "schedule_due_idx" in plan, plan

@@ -12,12 +12,11 @@ from django.db import OperationalError
 from schedules import services
 from schedules.models import Run, RunReason, RunStatus, Schedule, SchedulerInstance, ScheduleStatus
 from schedules.registry import Registry, TaskOptions, registry
-from schedules.scheduler import middleware, store
+from schedules.scheduler import claims, outcomes, pipeline, retention
 from schedules.scheduler.engine import Scheduler
 from schedules.scheduler.executor import Executor
 from schedules.signals import run_finished, run_started
-
-from .conftest import T0, FakeClock, create, every, runs_of, schedule_of
+from tests.factories import T0, FakeClock, create, every, runs_of, schedule_of
 
 
 async def test_global_middleware_wraps_every_run_outermost_first(clock, transactional_db) -> None:
@@ -56,7 +55,7 @@ async def test_rate_limit_skips_runs_over_the_limit(clock, transactional_db) -> 
     from dataclasses import replace
 
     limited.declarations["test.echo"] = [
-        replace(decl, middleware=(middleware.rate_limit(2, per=60, clock=lambda: ticks["now"]),))
+        replace(decl, middleware=(pipeline.rate_limit(2, per=60, clock=lambda: ticks["now"]),))
     ]
     scheduler = Scheduler(clock=clock, tasks=limited)
     await scheduler.start()
@@ -145,7 +144,7 @@ async def test_run_now_is_queued_then_picked_up_on_the_next_pass(scheduler, cloc
 
 
 async def test_a_wake_hint_cuts_the_sleep_short(scheduler, clock) -> None:
-    from schedules.scheduler.engine import wake_local
+    from schedules.scheduler.hints import wake_local
 
     stop = asyncio.Event()
     loop_task = asyncio.create_task(scheduler.run_forever(stop))
@@ -240,7 +239,7 @@ async def test_shutdown_gives_grace_then_cancels_and_records(clock, transactiona
 async def test_a_failing_pass_is_logged_and_retried_with_backoff(
     scheduler, clock, monkeypatch, caplog
 ) -> None:
-    real = store.claim_due
+    real = claims.claim_due
     failures = {"left": 3}
 
     def flaky_claim(**kwargs):
@@ -249,7 +248,7 @@ async def test_a_failing_pass_is_logged_and_retried_with_backoff(
             raise OperationalError("database is locked")
         return real(**kwargs)
 
-    monkeypatch.setattr(store, "claim_due", flaky_claim)
+    monkeypatch.setattr(claims, "claim_due", flaky_claim)
     await create("survivor", "test.echo", every(60))
     clock.advance(60)
     stop = asyncio.Event()
@@ -273,7 +272,7 @@ async def test_a_failing_pass_is_logged_and_retried_with_backoff(
 async def test_an_outcome_the_database_refuses_is_written_again_after_a_pause(
     scheduler, clock, monkeypatch, caplog
 ) -> None:
-    real = store.finish_runs
+    real = outcomes.finish_runs
     failures = {"left": 2}
 
     def flaky_finish(**kwargs):
@@ -282,7 +281,7 @@ async def test_an_outcome_the_database_refuses_is_written_again_after_a_pause(
             raise OperationalError("database is locked")
         return real(**kwargs)
 
-    monkeypatch.setattr(store, "finish_runs", flaky_finish)
+    monkeypatch.setattr(outcomes, "finish_runs", flaky_finish)
     await create("recorded", "test.echo", every(60))
     clock.advance(60)
     await scheduler.run_pass()
@@ -313,7 +312,7 @@ async def test_a_broken_channel_layer_never_stops_scheduling(scheduler, clock, m
 async def test_run_events_reach_the_all_runs_and_schedule_groups(scheduler, clock) -> None:
     from channels.layers import get_channel_layer
 
-    from schedules.scheduler.events import ALL_RUNS_GROUP, schedule_group
+    from schedules.events import ALL_RUNS_GROUP, schedule_group
 
     layer = get_channel_layer()
     schedule = await create("watched", "test.echo", every(60))
@@ -329,12 +328,12 @@ async def test_run_events_reach_the_all_runs_and_schedule_groups(scheduler, cloc
     assert statuses == ["running", "succeeded"]
     event = await layer.receive(everything)
     assert event["type"] == "run.event"
-    assert event["run"]["code"] == "watched"
+    assert event["run"]["schedule_code"] == "watched"
     assert other.pk != schedule.pk
 
 
 def test_retention_keeps_the_newest_runs(db) -> None:
-    from .conftest import make_schedule
+    from tests.factories import make_schedule
 
     schedule = make_schedule("chatty", "test.echo", every(60))
     for i in range(12):
@@ -343,7 +342,7 @@ def test_retention_keeps_the_newest_runs(db) -> None:
             reason=RunReason.MANUAL, status=RunStatus.SUCCEEDED,
             queued_at=T0 + timedelta(seconds=i),
         )  # fmt: skip
-    assert store.prune_runs(schedule_id=schedule.pk, keep=5) == 7
+    assert retention.prune_runs(schedule_id=schedule.pk, keep=5) == 7
     kept = list(Run.objects.filter(schedule=schedule).values_list("queued_at", flat=True))
     assert kept == [T0 + timedelta(seconds=i) for i in range(11, 6, -1)]
 

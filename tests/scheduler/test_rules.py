@@ -6,9 +6,8 @@ import asyncio
 from datetime import timedelta
 
 from schedules.models import RunReason, RunStatus
+from tests.factories import T0, create, every, reload, runs_of, schedule_of
 from tests.taskapp import tasks as test_tasks
-
-from .conftest import T0, create, every, reload, runs_of, schedule_of
 
 
 async def settle() -> None:

@@ -11,8 +11,7 @@ from schedules import services
 from schedules.models import Schedule, ScheduleSource, ScheduleStatus
 from schedules.registry import registry
 from schedules.timing import InvalidTrigger
-
-from .conftest import T0, every, make_schedule
+from tests.factories import T0, every, make_schedule
 
 pytestmark = pytest.mark.django_db
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from schedules.timing import Compound, Cron, Date, Interval, describe, trigger_from_spec
+from schedules.timing import Compound, Cron, Date, Interval, trigger_from_spec
 
 START = datetime(2026, 1, 1, 0, 0, 30, tzinfo=UTC)
 
@@ -112,19 +112,19 @@ def test_date_spec_with_local_time_and_zone() -> None:
 
 
 def test_descriptions() -> None:
-    assert describe(Cron("0 9 * * 1-5", "Europe/Berlin")) == (
+    assert Cron("0 9 * * 1-5", "Europe/Berlin").describe() == (
         "At 09:00, Monday through Friday, Europe/Berlin"
     )
-    assert describe(Cron("0 0 LW * *")) == "At 00:00, on the last weekday of the month, UTC"
-    assert describe(Cron("0 18 * * 5L")) == "At 18:00, on the last Friday of the month, UTC"
-    assert describe(Cron("0 10 * * 1#3")) == "At 10:00, on the third Monday of the month, UTC"
-    assert "nearest day 15" in describe(Cron("0 0 15W * *"))
-    assert describe(Cron("@daily")) == "At 00:00, UTC"
-    assert describe(Interval(5400)) == "Every 1 hour 30 minutes"
-    assert describe(Interval(60, jitter=10)) == "Every 1 minute, up to 10 seconds later at random"
-    assert describe(Date(datetime(2026, 12, 24, 18, tzinfo=ZoneInfo("Europe/Berlin")))) == (
+    assert Cron("0 0 LW * *").describe() == "At 00:00, on the last weekday of the month, UTC"
+    assert Cron("0 18 * * 5L").describe() == "At 18:00, on the last Friday of the month, UTC"
+    assert Cron("0 10 * * 1#3").describe() == "At 10:00, on the third Monday of the month, UTC"
+    assert "nearest day 15" in Cron("0 0 15W * *").describe()
+    assert Cron("@daily").describe() == "At 00:00, UTC"
+    assert Interval(5400).describe() == "Every 1 hour 30 minutes"
+    assert Interval(60, jitter=10).describe() == "Every 1 minute, up to 10 seconds later at random"
+    assert Date(datetime(2026, 12, 24, 18, tzinfo=ZoneInfo("Europe/Berlin"))).describe() == (
         "Once, at 2026-12-24 18:00, Europe/Berlin"
     )
-    assert describe(Compound("any", (Interval(60), Cron("@hourly")))) == (
+    assert Compound("any", (Interval(60), Cron("@hourly"))).describe() == (
         "Any of: (Every 1 minute); (Every hour, UTC)"
     )

@@ -8,6 +8,7 @@ import asyncio
 from django.core.management.base import BaseCommand, CommandError
 
 from schedules.management.cli import OneLineParser
+from schedules.scheduler import process
 
 DEFAULT_ADDRESS = "127.0.0.1:8000"
 
@@ -43,8 +44,6 @@ class Command(BaseCommand):
         parser.add_argument("--once", action="store_true", help="run one pass and exit")
 
     def handle(self, *args: object, serve: tuple[str, int] | None, once: bool, **opts) -> None:
-        from schedules.scheduler import process
-
         if serve and once:
             raise CommandError("--serve and --once do not go together", returncode=2)
         if once:

@@ -15,14 +15,23 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 from django.utils import timezone
 
-from schedules import flags, services
-from schedules.conf import setting
+from schedules import services
 from schedules.management.cli import OneLineParser
-from schedules.models import FINISHED, Run, Schedule, ScheduleStatus
+from schedules.models import FINISHED, Run, Schedule, SchedulerInstance, ScheduleStatus
 from schedules.presenters import run_data, schedule_data
-from schedules.scheduler.store import alive_instances
-from schedules.timing import Cron, InvalidTrigger, Trigger, instant_from_text, trigger_from_spec
-from schedules.timing.zones import get_zone
+from schedules.registry import registry
+from schedules.scheduler import process
+from schedules.selectors import LIST_FLAGS
+from schedules.timing import (
+    Cron,
+    InvalidTrigger,
+    Trigger,
+    get_zone,
+    instant_from_text,
+    own_zone,
+    preview_times,
+    trigger_from_spec,
+)
 
 
 class Command(BaseCommand):
@@ -45,7 +54,7 @@ class Command(BaseCommand):
 
         listing = action("list", "schedules, with flags")
         listing.add_argument("--status", choices=ScheduleStatus.values)
-        listing.add_argument("--flag", choices=["orphan", "duplicate"])
+        listing.add_argument("--flag", choices=LIST_FLAGS)
         listing.add_argument("--json", action="store_true")
 
         show = action("show", "one schedule in full")
@@ -99,7 +108,7 @@ class Command(BaseCommand):
         if status:
             schedules = schedules.filter(status=status)
         if flag:
-            schedules = flags.with_flag(schedules, flag)
+            schedules = schedules.with_flag(flag, registry)
         rows = [schedule_data(s) for s in schedules]
         if json:
             self.emit(rows)
@@ -116,7 +125,9 @@ class Command(BaseCommand):
     def handle_show(self, *, code: str, json: bool, **_) -> None:
         schedule = _schedule(code)
         data = schedule_data(schedule)
-        data["next_fire_times"] = _next_times(schedule)
+        data["next_fire_times"] = [
+            at.isoformat() for at, _ in schedule.preview_times(10, after=timezone.now())
+        ]
         if json:
             self.emit(data)
             return
@@ -143,12 +154,10 @@ class Command(BaseCommand):
     ) -> None:
         run = services.schedule_run_now(schedule=_schedule(code))
         if inline:
-            from schedules.scheduler.process import run_inline
-
-            asyncio.run(run_inline(run.pk))
+            asyncio.run(process.run_inline(run.pk))
             run.refresh_from_db()
         elif wait:
-            if not alive_instances(now=timezone.now(), stale_after=setting("SILLO_STALE_AFTER")):
+            if not SchedulerInstance.objects.alive().exists():
                 raise CommandError(
                     f"run #{run.pk} is queued, but no scheduler is running to pick it up; "
                     "start one (manage.py runscheduler) or use --inline",
@@ -189,9 +198,9 @@ class Command(BaseCommand):
         **_,
     ) -> None:
         trigger = _trigger(expression, spec, tz)
-        zone = get_zone(tz) if tz else getattr(trigger, "zone", None) or get_zone("UTC")
+        zone = get_zone(tz) if tz else own_zone(trigger, get_zone("UTC"))
         start = instant_from_text(after, zone.key) if after else timezone.now()
-        times = [t.astimezone(zone) for t in trigger.preview(n, start)]
+        times = [at for at, _ in preview_times(trigger, count=n, after=start, zone=zone)]
         if json:
             self.emit([t.isoformat() for t in times])
             return
@@ -207,17 +216,6 @@ def _schedule(code: str) -> Schedule:
         return Schedule.objects.get(code=code)
     except Schedule.DoesNotExist:
         raise CommandError(f"no schedule with code '{code}'", returncode=2) from None
-
-
-def _next_times(schedule: Schedule) -> list[str]:
-    try:
-        zone = get_zone(schedule.tz)
-        return [
-            t.astimezone(zone).isoformat()
-            for t in schedule.get_trigger().preview(10, timezone.now())
-        ]
-    except InvalidTrigger:
-        return []
 
 
 def _wait_for(run: Run, timeout: float) -> Run:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..flags import Flag, describe
+from ..models import Run, Schedule, ScheduleStatus
+from ..registry import Registry, registry
+from ..selectors import active_runs
+from ..services import TRANSITIONS
 from .access import abilities
-from .flags import Flag, describe
-from .models import Run, Schedule, ScheduleStatus
-from .queries import latest_runs, running_counts
-from .registry import Registry, registry
-from .services import TRANSITIONS
 
 
 @dataclass
@@ -31,8 +31,8 @@ class ScheduleRow:
 def build_rows(schedules: list[Schedule], user, tasks: Registry = registry) -> list[ScheduleRow]:
     """Rows for a page of schedules: two queries, whatever the page size."""
     ids = [s.pk for s in schedules]
-    running = running_counts(ids)
-    latest = latest_runs(ids)
+    running = Run.objects.running_counts(ids)
+    latest = active_runs(ids)
     can = abilities(user)
     rows = []
     for schedule in schedules:
@@ -52,12 +52,8 @@ def build_rows(schedules: list[Schedule], user, tasks: Registry = registry) -> l
         if can["can_delete"]:
             actions.append("delete")
         in_flight = running.get(schedule.pk, 0)
-        blocked = ""
-        if any(f.name in ("orphan", "duplicate") for f in flags):
-            blocked = "its task is " + (
-                "not declared" if flags[0].name == "orphan" else "declared twice"
-            )
-        elif in_flight >= schedule.max_instances and schedule.overlap != "replace":
+        blocked = tasks.refusal(schedule.task_name)
+        if not blocked and in_flight >= schedule.max_instances and schedule.overlap != "replace":
             blocked = f"{in_flight} run(s) in flight (max_instances={schedule.max_instances})"
         rows.append(
             ScheduleRow(

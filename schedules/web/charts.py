@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .models import Run
+from ..models import Run
 
 WIDTH, HEIGHT, PAD = 640, 160, 24
 

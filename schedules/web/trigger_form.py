@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .timing import InvalidTrigger, trigger_from_spec
+from ..timing import InvalidTrigger, trigger_from_spec
 
 ROOT = "t"
 KINDS = [
@@ -190,13 +190,6 @@ def _spec(node: Node) -> dict | None:
     else:
         spec = {"kind": "cron", "expression": v.get("expression", ""), "tz": v.get("tz") or "UTC"}
     return _checked(node, spec)
-
-
-def all_errors(node: Node) -> list[Node]:
-    found = [node] if node.error else []
-    for child in node.children:
-        found += all_errors(child)
-    return found
 
 
 def _int(value: object, default: int) -> int:

@@ -6,15 +6,13 @@ from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
-from django.utils import timezone
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from .. import access, services
-from ..conf import setting
-from ..models import Schedule
+from ... import services
+from ...models import Schedule, SchedulerInstance
+from .. import access
 from ..rows import build_rows
-from ..scheduler.store import alive_instances
 
 ACTIONS = {
     "pause": (access.OPERATE, services.schedule_pause),
@@ -73,8 +71,7 @@ def schedule_run_now(request: HttpRequest, pk: int) -> HttpResponse:
             messages.error(request, error)
         return redirect("schedule-detail", pk=pk)
     (row,) = build_rows([schedule], request.user)
-    stale_after = setting("SILLO_STALE_AFTER")
-    no_scheduler = not alive_instances(now=timezone.now(), stale_after=stale_after).exists()
+    no_scheduler = not SchedulerInstance.objects.alive().exists()
     context = {"row": row, "run_error": error, "no_scheduler": no_scheduler}
     return TemplateResponse(request, "schedules/_run_now.html", context)
 

@@ -8,8 +8,8 @@ from zoneinfo import available_timezones
 
 from django import forms
 
-from .models import Misfire, Overlap, Schedule
-from .registry import registry
+from ..models import Schedule
+from ..registry import OPTION_NAMES, registry
 
 ZONES = sorted(available_timezones())
 
@@ -24,14 +24,7 @@ class ScheduleForm(forms.ModelForm):
 
     class Meta:
         model = Schedule
-        fields = [
-            "code", "task_name", "kwargs", "tz", "timeout", "max_attempts", "retry_delay",
-            "max_instances", "overlap", "misfire", "misfire_grace", "priority",
-        ]  # fmt: skip
-        widgets = {
-            "overlap": forms.Select(choices=Overlap.choices),
-            "misfire": forms.Select(choices=Misfire.choices),
-        }
+        fields = ["code", "task_name", "kwargs", "tz", *OPTION_NAMES]
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)
@@ -45,6 +38,8 @@ class ScheduleForm(forms.ModelForm):
             self.initial["kwargs"] = json.dumps(self.instance.kwargs, indent=2, ensure_ascii=False)
         else:
             self.initial.setdefault("kwargs", "{}")
+        # Older clients and scripts post no dispatch: the model's default applies.
+        self.fields["dispatch"].required = False
         self.fields["tz"].widget = forms.TextInput(attrs={"list": "zones"})
         self.fields["tz"].required = False
         self.fields["tz"].help_text = "Zone to show times in; empty: the trigger's zone."
@@ -56,6 +51,9 @@ class ScheduleForm(forms.ModelForm):
         if tz and tz not in ZONES and tz != "UTC":
             raise forms.ValidationError(f"unknown time zone '{tz}'")
         return tz
+
+    def clean_dispatch(self) -> str:
+        return self.cleaned_data.get("dispatch") or Schedule._meta.get_field("dispatch").default
 
     def clean_kwargs(self) -> dict:
         text = self.cleaned_data.get("kwargs") or "{}"

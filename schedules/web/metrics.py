@@ -20,9 +20,9 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from .conf import setting
-from .models import Run, RunReason, Schedule, SchedulerInstance
-from .scheduler.store import run_totals
+from ..conf import setting
+from ..models import Run, RunReason, Schedule, SchedulerInstance
+from ..selectors import run_totals
 
 LATENESS_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 DURATION_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600)

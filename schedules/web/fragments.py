@@ -1,4 +1,4 @@
-"""Rendering live fragments once for many websocket clients.
+"""Every live fragment the websocket sends, rendered once for many clients.
 
 A run event reaches every open page; rendering its fragment per client made
 20 open pages cost 20 renders (and, for rows read from the database, 60
@@ -14,10 +14,16 @@ import asyncio
 import time
 import weakref
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from typing import Any
 
 from channels.db import database_sync_to_async
 from django.template.loader import render_to_string
+
+from ..events import RunEvent
+from ..models import Schedule
+from ..selectors import recent_runs
+from .rows import build_rows
 
 FRAGMENT_TTL = 1.0  # seconds a rendered event fragment serves later clients
 _fragments: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -113,11 +119,48 @@ def list_rows() -> ListRows:
 
 @database_sync_to_async
 def _render_rows(schedule_ids: list[int], user: Any) -> dict[int, str]:
-    from .models import Schedule
-    from .rows import build_rows
-
     schedules = list(Schedule.objects.filter(pk__in=schedule_ids))
     return {
         row.pk: render_to_string("schedules/list.html#row", {"row": row, "oob": True})
         for row in build_rows(schedules, user)
     }
+
+
+async def log_row(event: RunEvent) -> str:
+    """The live log's row for a run event: the same for everyone, made of the event alone."""
+    return await shared_render(
+        ("log", event.id, event.status),
+        _async(lambda: render_to_string("schedules/_log_row.html", {"run": event, "oob": True})),
+    )
+
+
+async def run_now_state(event: RunEvent, user: Any, abilities: tuple) -> str:
+    """The schedule page's run-now button and state after a run event."""
+    key = ("detail", event.schedule_id, event.id, event.status, abilities)
+    return await shared_render(key, lambda: _run_now_state(event, user))
+
+
+@database_sync_to_async
+def _run_now_state(event: RunEvent, user: Any) -> str:
+    schedule = Schedule.objects.filter(pk=event.schedule_id).first()
+    if schedule is None:
+        return ""
+    (row,) = build_rows([schedule], user)
+    return render_to_string("schedules/_run_now.html", {"row": row, "oob": True, "event": event})
+
+
+@database_sync_to_async
+def log_rows_since(*, since: datetime, after: int, schedule_id: int | None) -> list[str]:
+    """Log rows of the runs a socket missed between its page's render and its connect."""
+    runs = recent_runs(limit=100, schedule_id=schedule_id, after_id=after, finished_since=since)
+    return [
+        render_to_string("schedules/_log_row.html", {"run": run, "oob": True})
+        for run in reversed(runs)
+    ]
+
+
+def _async(render: Callable[[], str]) -> Callable[[], Awaitable[str]]:
+    async def rendered() -> str:
+        return render()
+
+    return rendered

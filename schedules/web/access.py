@@ -6,7 +6,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 
-from .models import Schedule
+from ..models import Schedule
 
 VIEW = "schedules.view_schedule"
 OPERATE = "schedules.operate_schedule"

@@ -7,9 +7,9 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET
 
+from ...models import RunStatus, ScheduleStatus
+from ...selectors import filtered_schedules
 from .. import access
-from ..models import RunStatus, ScheduleStatus
-from ..queries import filtered_schedules
 from ..rows import build_rows
 
 PAGE_SIZE = 50

@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 from django.http import HttpRequest
-from django.utils import timezone
 
-from . import flags
-from .conf import setting
-from .models import Schedule
-from .registry import registry
-from .scheduler.store import alive_instances
+from ..models import Schedule, SchedulerInstance
+from ..registry import registry
 
 
 def banners(request: HttpRequest) -> dict:
     if not request.user.is_authenticated or request.headers.get("HX-Request"):
         return {}
     found = []
-    now = timezone.now()
-    if not alive_instances(now=now, stale_after=setting("SILLO_STALE_AFTER")).exists():
+    if not SchedulerInstance.objects.alive().exists():
         found.append(
             ("danger", "No scheduler is running: nothing fires, and runs you start stay queued. "
              "Start one with `manage.py runscheduler`.")
@@ -29,7 +24,7 @@ def banners(request: HttpRequest) -> dict:
         )
     for module, error in sorted(registry.failed_imports.items()):
         found.append(("warning", f"Task module {module} failed to import: {error}"))
-    orphans = flags.with_flag(Schedule.objects.all(), "orphan").count()
+    orphans = Schedule.objects.with_flag("orphan", registry).count()
     if orphans:
         found.append(("warning", f"{orphans} schedule(s) name a task no code declares (orphans)."))
     return {"banners": found}

@@ -10,11 +10,10 @@ from django.template.response import TemplateResponse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from ...models import Run
 from .. import access
 from ..charts import HEIGHT, WIDTH, duration_bars
 from ..rows import build_rows
-from ..timing import InvalidTrigger
-from ..timing.zones import get_zone
 
 RUNS_PER_PAGE = 25
 
@@ -22,21 +21,16 @@ RUNS_PER_PAGE = 25
 @require_GET
 def schedule_detail(request: HttpRequest, pk: int) -> HttpResponse:
     schedule = access.schedule_for(request, pk)
-    runs = Paginator(schedule.runs.order_by("-queued_at", "-pk"), RUNS_PER_PAGE).get_page(
+    runs = Paginator(Run.objects.for_schedule(schedule), RUNS_PER_PAGE).get_page(
         request.GET.get("page")
     )
     if request.htmx and request.GET.get("page"):
         return TemplateResponse(
             request, "schedules/detail.html#history", {"runs": runs, "schedule": schedule}
         )
-    next_times = []
-    try:
-        zone = get_zone(schedule.tz)
-        operator_zone = timezone.get_current_timezone()
-        for t in schedule.get_trigger().preview(10, timezone.now()):
-            next_times.append((t.astimezone(zone), t.astimezone(operator_zone)))
-    except InvalidTrigger:
-        pass
+    next_times = schedule.preview_times(
+        10, after=timezone.now(), operator_zone=timezone.get_current_timezone()
+    )
     bars, longest = duration_bars(list(runs.object_list))
     (row,) = build_rows([schedule], request.user)
     context = {

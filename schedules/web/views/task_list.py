@@ -6,8 +6,8 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET
 
+from ...registry import registry
 from .. import access
-from ..registry import registry
 
 
 @require_GET

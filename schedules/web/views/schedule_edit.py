@@ -8,11 +8,11 @@ from django.template.response import TemplateResponse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
-from .. import access, services
+from ... import services
+from ...registry import registry
+from ...timing import InvalidTrigger, get_zone, own_zone, preview_times, trigger_from_spec
+from .. import access
 from ..forms import ZONES, ScheduleForm
-from ..registry import registry
-from ..timing import InvalidTrigger, trigger_from_spec
-from ..timing.zones import get_zone
 from ..trigger_form import (
     KINDS,
     UNITS,
@@ -103,14 +103,17 @@ def _preview_context(request: HttpRequest, node) -> dict:
         return context
     trigger = trigger_from_spec(spec)
     try:
-        zone = get_zone(request.POST.get("tz") or "UTC")
+        chosen = get_zone(request.POST.get("tz") or "UTC")
     except InvalidTrigger:
-        zone = get_zone("UTC")
-    operator = timezone.get_current_timezone()
+        chosen = get_zone("UTC")
+    zone = own_zone(trigger, chosen)
     context["text"] = trigger.describe()
-    zone = getattr(trigger, "zone", None) or zone
-    context["times"] = [
-        (t.astimezone(zone), t.astimezone(operator)) for t in trigger.preview(10, timezone.now())
-    ]
+    context["times"] = preview_times(
+        trigger,
+        count=10,
+        after=timezone.now(),
+        zone=zone,
+        operator_zone=timezone.get_current_timezone(),
+    )
     context["zone"] = zone.key
     return context

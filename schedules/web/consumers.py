@@ -1,35 +1,23 @@
-"""Channel consumers: wake hints for the scheduler, live run events for browsers."""
+"""The websocket consumer of live pages: subscribe, check access, forward fragments."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 from datetime import datetime
-from types import SimpleNamespace
 from urllib.parse import parse_qs
 
-from channels.consumer import AsyncConsumer
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
-from django.template.loader import render_to_string
 
+from ..events import ALL_RUNS_GROUP, RunEvent, schedule_group
+from . import fragments
 from .access import VIEW, abilities
-from .live_render import list_rows, shared_render
-from .scheduler.events import ALL_RUNS_GROUP, schedule_group
 
 logger = logging.getLogger(__name__)
 
 VIEWS = ("list", "detail", "log")
 MAX_PAGE_SCHEDULES = 200
-
-
-class SchedulerWakeConsumer(AsyncConsumer):
-    """Wake hints ("scheduler.wake") make the local schedulers look at once."""
-
-    async def scheduler_wake(self, message: dict) -> None:
-        from .scheduler.engine import wake_local
-
-        wake_local()
 
 
 class RunEventsConsumer(AsyncWebsocketConsumer):
@@ -39,7 +27,7 @@ class RunEventsConsumer(AsyncWebsocketConsumer):
     stream to one schedule; the list view gets only the schedules of its page
     (`?schedules=<id>,<id>,...`). Anonymous users and users without the view
     permission are refused (close code 4403). Fragments are rendered once for
-    many clients (live_render.py).
+    many clients (fragments.py).
     """
 
     async def connect(self) -> None:
@@ -69,8 +57,16 @@ class RunEventsConsumer(AsyncWebsocketConsumer):
         since = (query.get("since") or [""])[0]
         after = (query.get("after") or ["0"])[0]
         if self.view == "log" and since and after.isdigit():
-            # Events between the page's render and this connect are sent now.
-            for html in await self._log_rows_since(since, int(after), schedule):
+            try:
+                moment = datetime.fromisoformat(since)
+            except ValueError:
+                return
+            missed = await fragments.log_rows_since(
+                since=moment,
+                after=int(after),
+                schedule_id=int(schedule) if schedule.isdigit() else None,
+            )
+            for html in missed:
                 await self.send(text_data=html)
 
     async def disconnect(self, code: int) -> None:
@@ -82,27 +78,28 @@ class RunEventsConsumer(AsyncWebsocketConsumer):
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         """Actions go through HTTP (with CSRF and permissions); input here is ignored."""
 
-    async def run_event(self, event: dict) -> None:
-        run = event["run"]
+    async def run_event(self, message: dict) -> None:
+        event = RunEvent.unmarshal(message)
         if self.view == "list":
-            self._send_row_when_rendered(run["schedule_id"], (run["id"], run["status"]))
+            self._send_row_when_rendered(event)
             return
         try:
-            if self.view == "log":  # the same for everyone: made of the event alone
-                key = ("log", run["id"], run["status"])
-                html = await shared_render(key, lambda: _log_row(run))
+            if self.view == "log":
+                html = await fragments.log_row(event)
             else:
-                key = ("detail", run["schedule_id"], run["id"], run["status"], self.abilities)
-                html = await shared_render(key, lambda: self._run_now_fragment(run))
+                html = await fragments.run_now_state(event, self.scope["user"], self.abilities)
         except Exception:
-            logger.exception("live fragment for run %s not rendered", run.get("id"))
+            logger.exception("live fragment for run %s not rendered", event.id)
             return
         if html:
             await self.send(text_data=html)
 
-    def _send_row_when_rendered(self, schedule_id: int, event: tuple) -> None:
+    def _send_row_when_rendered(self, event: RunEvent) -> None:
         """Ask for the row without waiting, so that events keep flowing meanwhile."""
-        future = list_rows().row(schedule_id, event, self.scope["user"], self.abilities)
+        schedule_id = event.schedule_id
+        future = fragments.list_rows().row(
+            schedule_id, (event.id, event.status), self.scope["user"], self.abilities
+        )
         if self._rows.get(schedule_id) is future:
             return  # already on its way, rendered after this event
         self._rows[schedule_id] = future
@@ -121,54 +118,6 @@ class RunEventsConsumer(AsyncWebsocketConsumer):
                 del self._rows[schedule_id]
         if html:
             await self.send(text_data=html)
-
-    @database_sync_to_async
-    def _log_rows_since(self, since: str, after: int, schedule: str) -> list[str]:
-        """Runs created after run `after` or finished after `since` (both indexed)."""
-        from django.db.models import Q
-
-        from .models import Run
-
-        try:
-            moment = datetime.fromisoformat(since)
-        except ValueError:
-            return []
-        runs = Run.objects.filter(Q(pk__gt=after) | Q(finished_at__gt=moment))
-        if schedule.isdigit():
-            runs = runs.filter(schedule_id=int(schedule))
-        recent = list(runs.order_by("-pk")[:100])
-        for run in recent:
-            run.at = run.finished_at or run.started_at or run.queued_at
-        recent.sort(key=lambda run: run.at, reverse=True)
-        return [
-            render_to_string("schedules/_log_row.html", {"run": run, "oob": True})
-            for run in reversed(recent)
-        ]
-
-    @database_sync_to_async
-    def _run_now_fragment(self, run: dict) -> str:
-        from .models import Schedule
-        from .rows import build_rows
-
-        schedule = Schedule.objects.filter(pk=run["schedule_id"]).first()
-        if schedule is None:
-            return ""
-        (row,) = build_rows([schedule], self.scope["user"])
-        return render_to_string("schedules/_run_now.html", {"row": row, "oob": True, "event": run})
-
-
-async def _log_row(payload: dict) -> str:
-    return render_to_string("schedules/_log_row.html", {"run": _as_run(payload), "oob": True})
-
-
-def _as_run(payload: dict) -> SimpleNamespace:
-    """An event payload shaped like a Run for the shared row template."""
-    times = {
-        key: datetime.fromisoformat(payload[key]) if payload.get(key) else None
-        for key in ("queued_at", "started_at", "finished_at")
-    }
-    at = times["finished_at"] or times["started_at"] or times["queued_at"]
-    return SimpleNamespace(**{**payload, **times, "at": at, "schedule_code": payload["code"]})
 
 
 @database_sync_to_async

@@ -6,7 +6,7 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
-from ..health import health_report
+from ...selectors import health_report
 
 
 @login_not_required

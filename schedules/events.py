@@ -1,0 +1,109 @@
+"""Run events: the one shape in which the scheduler tells live views about a run.
+
+The engine publishes a `RunEvent` to channel layer groups; the web side
+unmarshals it and renders it (it has the attributes the run templates read,
+like a Run). Events are hints for browsers; the database holds the truth. A
+missing or broken channel layer is logged and never stops scheduling.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from channels.layers import get_channel_layer
+
+if TYPE_CHECKING:
+    from .models import Run
+
+logger = logging.getLogger(__name__)
+
+ALL_RUNS_GROUP = "runs"
+PUBLISH_TIMEOUT = 2.0
+_TIMES = ("slot", "queued_at", "started_at", "finished_at")
+
+
+def schedule_group(schedule_id: int) -> str:
+    return f"runs.schedule.{schedule_id}"
+
+
+@dataclass(frozen=True)
+class RunEvent:
+    """What a browser learns of a run when it changes (the result stays in the database)."""
+
+    type: ClassVar[str] = "run.event"
+
+    id: int
+    schedule_id: int | None
+    schedule_code: str
+    task_name: str
+    status: str
+    reason: str
+    attempt: int
+    slot: datetime | None
+    queued_at: datetime | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    duration_ms: int | None
+    error: str
+    scheduler: str
+
+    @classmethod
+    def from_run(cls, run: Run) -> RunEvent:
+        return cls(
+            id=run.pk,
+            schedule_id=run.schedule_id,
+            schedule_code=run.schedule_code,
+            task_name=run.task_name,
+            status=run.status,
+            reason=run.reason,
+            attempt=run.attempt,
+            slot=run.slot,
+            queued_at=run.queued_at,
+            started_at=run.started_at,
+            finished_at=run.finished_at,
+            duration_ms=run.duration_ms,
+            error=run.error,
+            scheduler=run.scheduler,
+        )
+
+    @property
+    def latest_at(self) -> datetime | None:
+        return self.finished_at or self.started_at or self.queued_at
+
+    def marshal(self) -> dict[str, Any]:
+        """A channel layer message (msgpack-safe: times as ISO-8601 text)."""
+        data = asdict(self)
+        for key in _TIMES:
+            data[key] = data[key].isoformat() if data[key] else None
+        return {"type": self.type, "run": data}
+
+    @classmethod
+    def unmarshal(cls, message: dict[str, Any]) -> RunEvent:
+        data = dict(message["run"])
+        for key in _TIMES:
+            data[key] = datetime.fromisoformat(data[key]) if data.get(key) else None
+        return cls(**data)
+
+    def groups(self) -> list[str]:
+        if self.schedule_id is None:
+            return [ALL_RUNS_GROUP]
+        return [ALL_RUNS_GROUP, schedule_group(self.schedule_id)]
+
+
+async def publish_run(run: Run) -> None:
+    """Send a run's event to the all-runs group and its schedule's group."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    event = RunEvent.from_run(run)
+    message = event.marshal()
+    try:
+        async with asyncio.timeout(PUBLISH_TIMEOUT):
+            for group in event.groups():
+                await layer.group_send(group, message)
+    except Exception as exc:
+        logger.warning("run event for run %s not published: %s", run.pk, exc)

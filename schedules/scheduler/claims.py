@@ -1,0 +1,284 @@
+"""Claiming work: due slots and queued runs, each won by exactly one process.
+
+Claims are conditional UPDATEs whose row count says who won, so any number of
+schedulers can share one database (SQLite or PostgreSQL): a slot moves
+`next_run_at` from the value read to the next slot, a queued run moves from
+`queued` to `running`. The unique (schedule, slot, attempt) constraint backs
+them up.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from datetime import datetime, timedelta
+
+from django.db import IntegrityError, transaction
+
+from ..models import Dispatch, Run, RunReason, RunStatus, Schedule, ScheduleStatus
+from ..registry import Registry
+from ..timing import InvalidTrigger, Trigger
+from . import dispatch
+from .records import new_run, update_each
+
+logger = logging.getLogger(__name__)
+
+ONE_MICROSECOND = timedelta(microseconds=1)
+MISSED_COUNT_CAP = 10_000
+CATCH_UP_RECHECK = timedelta(seconds=1)
+
+
+def _in_flight(schedule_id: int, local: dict[int, int], exclude_run: int | None = None) -> int:
+    running = Run.objects.running().filter(schedule_id=schedule_id)
+    if exclude_run is not None:
+        running = running.exclude(pk=exclude_run)
+    return running.count() + local.get(schedule_id, 0)
+
+
+def _start_or_skip(
+    run: Run, schedule: Schedule, *, now: datetime, instance_id: str, in_flight: int
+) -> list[int]:
+    """Set the run running, or skipped when max_instances is reached.
+
+    Returns ids of runs that `overlap="replace"` cancelled.
+    """
+    replaced: list[int] = []
+    if in_flight >= schedule.max_instances:
+        if schedule.overlap == "replace":
+            running = Run.objects.running().filter(schedule=schedule)
+            replaced = list(running.values_list("pk", flat=True))
+            running.update(
+                status=RunStatus.CANCELLED, finished_at=now, error="replaced by a newer run"
+            )
+        else:
+            run.status = RunStatus.SKIPPED
+            run.finished_at = now
+            run.error = (
+                f"skipped: {in_flight} run(s) still in flight "
+                f"(max_instances={schedule.max_instances})"
+            )
+            return replaced
+    run.status = RunStatus.RUNNING
+    run.started_at = now
+    run.scheduler = instance_id
+    return replaced
+
+
+def _missed_slots(trigger: Trigger, first: datetime, now: datetime, keep: int):
+    """(count, the last `keep` slots) of slots from `first` up to `now`."""
+    count = 0
+    latest: deque[datetime] = deque(maxlen=keep)
+    for slot in trigger.iter_fires(first - ONE_MICROSECOND):
+        if slot > now or count >= MISSED_COUNT_CAP:
+            break
+        count += 1
+        latest.append(slot)
+    return count, list(latest)
+
+
+def claim_due(
+    *,
+    now: datetime,
+    instance_id: str,
+    tasks: Registry,
+    limit: int,
+    max_catch_up: int,
+    local_in_flight: dict[int, int],
+) -> tuple[list[Run], list[int]]:
+    """Claim every due slot this process wins. Returns (new runs, replaced run ids).
+
+    One transaction for the batch; if the unique-slot safety net fires, the
+    batch is retried slot by slot so that only the offending slot is dropped.
+    """
+    due = list(Schedule.objects.due(now=now, task_names=tasks.runnable_names())[:limit])
+    plans = []
+    for schedule in due:
+        slot = schedule.next_run_at
+        try:
+            trigger = schedule.get_trigger()
+        except InvalidTrigger as exc:
+            _park_invalid(schedule, slot, str(exc))
+            continue
+        planned, next_at = _plan(schedule, trigger, slot, now, max_catch_up)
+        plans.append((schedule, slot, planned, next_at))
+    if not plans:
+        return [], []
+    try:
+        with transaction.atomic():
+            return _claim_batch(plans, now, instance_id, local_in_flight)
+    except IntegrityError:
+        runs: list[Run] = []
+        replaced: list[int] = []
+        for plan in plans:
+            for run in plan[2]:
+                run.pk = None
+            try:
+                with transaction.atomic():
+                    won, gone = _claim_batch([plan], now, instance_id, local_in_flight)
+            except IntegrityError:
+                logger.warning("slot %s of %s already has a run; skipped", plan[1], plan[0].code)
+                continue
+            runs += won
+            replaced += gone
+        return runs, replaced
+
+
+def _claim_batch(plans, now, instance_id, local_in_flight):
+    won = _advance_won_slots(plans)
+    if not won:
+        return [], []
+    in_flight = Run.objects.running_counts(schedule.pk for schedule, _ in won)
+    replaced: list[int] = []
+    created: list[Run] = []
+    firsts: list[Run] = []
+    for schedule, planned in won:
+        # The first run starts now; further catch-up runs wait their turn in
+        # the queue, so max_instances holds for them too.
+        first = planned[0]
+        if first.status != RunStatus.SKIPPED and first.dispatch == Dispatch.INLINE:
+            busy = in_flight.get(schedule.pk, 0) + local_in_flight.get(schedule.pk, 0)
+            replaced += _start_or_skip(
+                first, schedule, now=now, instance_id=instance_id, in_flight=busy
+            )
+            if first.status == RunStatus.RUNNING:
+                in_flight[schedule.pk] = in_flight.get(schedule.pk, 0) + 1
+        created += planned
+        firsts.append(first)
+    Run.objects.bulk_create(created)
+    for run in created:
+        if run.status == RunStatus.QUEUED:
+            dispatch.enqueue(run)
+    return firsts, replaced
+
+
+def _advance_won_slots(plans) -> list[tuple[Schedule, list[Run]]]:
+    """Move each schedule whose slot is still the planned one to its next slot.
+
+    The rows are locked first (PostgreSQL: FOR UPDATE; SQLite: the write lock
+    that its IMMEDIATE transactions take at BEGIN), so a schedule whose slot
+    still reads as planned is this process's alone: another scheduler that
+    read the same slot finds it moved once it gets the lock.
+    """
+    current = dict(
+        Schedule.objects.select_for_update()
+        .filter(pk__in=[schedule.pk for schedule, *_ in plans], status=ScheduleStatus.ACTIVE)
+        .order_by("pk")  # every process locks in the same order: no deadlock between them
+        .values_list("pk", "next_run_at")
+    )
+    won = [plan for plan in plans if plan[0].pk in current and current[plan[0].pk] == plan[1]]
+    update_each(
+        Schedule, ["next_run_at"], [(next_at, schedule.pk) for schedule, *_, next_at in won]
+    )
+    for schedule, _, _, next_at in won:
+        schedule.next_run_at = next_at
+    return [(schedule, planned) for schedule, _, planned, _ in won]
+
+
+def _plan(schedule: Schedule, trigger: Trigger, slot: datetime, now: datetime, max_catch_up: int):
+    """The runs a due slot makes, and the schedule's next slot."""
+    lateness = (now - slot).total_seconds()
+    if lateness <= schedule.misfire_grace:
+        return [new_run(schedule, reason=RunReason.SCHEDULED, slot=slot, now=now)], (
+            trigger.next_fire(slot)
+        )
+    count, latest = _missed_slots(trigger, slot, now, max_catch_up)
+    next_at = trigger.next_fire(now)
+    late_text = f"{count}{'+' if count >= MISSED_COUNT_CAP else ''} slot(s) missed"
+    if schedule.misfire == "skip":
+        run = new_run(schedule, reason=RunReason.SCHEDULED, slot=latest[-1], now=now)
+        run.status = RunStatus.SKIPPED
+        run.finished_at = now
+        run.error = f"{late_text}, the first {lateness:.0f}s late (misfire=skip)"
+        return [run], next_at
+    if schedule.misfire == "once":
+        return [new_run(schedule, reason=RunReason.CATCH_UP, slot=latest[-1], now=now)], next_at
+    runs = [new_run(schedule, reason=RunReason.CATCH_UP, slot=s, now=now) for s in latest]
+    if count > len(latest):
+        logger.warning("%s: %s; catching up the last %d", schedule.code, late_text, len(latest))
+    return runs, next_at
+
+
+def _park_invalid(schedule: Schedule, slot: datetime, message: str) -> None:
+    """A trigger that no longer parses stops being due until it is fixed."""
+    logger.error("schedule %s has an invalid trigger: %s", schedule.code, message)
+    Schedule.objects.filter(pk=schedule.pk, next_run_at=slot).update(
+        next_run_at=None, last_error=f"invalid trigger: {message}"
+    )
+
+
+def claim_queued(
+    *,
+    now: datetime,
+    instance_id: str,
+    tasks: Registry,
+    limit: int,
+    local_in_flight: dict[int, int],
+    only: int | None = None,
+    dispatch_kind: str = Dispatch.INLINE,
+) -> tuple[list[Run], list[int]]:
+    """Claim queued runs (manual runs, retries) whose time has come.
+
+    Schedulers claim the runs they execute themselves (`inline`); a worker
+    claims the `enqueue` run its task names.
+    """
+    queued = Run.objects.filter(
+        status=RunStatus.QUEUED, not_before__lte=now, dispatch=dispatch_kind
+    )
+    if only is not None:
+        queued = queued.filter(pk=only)
+    ids = list(queued.order_by("not_before", "pk").values_list("pk", flat=True)[:limit])
+    runs: list[Run] = []
+    replaced: list[int] = []
+    for run_id in ids:
+        with transaction.atomic():
+            run = Run.objects.select_related("schedule").filter(pk=run_id).first()
+            if run is None or run.status != RunStatus.QUEUED:
+                continue
+            mine = Run.objects.filter(pk=run_id, status=RunStatus.QUEUED).update(
+                status=RunStatus.RUNNING, scheduler=instance_id, started_at=now
+            )
+            if mine != 1:
+                continue
+            schedule = run.schedule
+            problem = _unrunnable(run, tasks)
+            if problem:
+                run.status, run.finished_at, run.error = RunStatus.SKIPPED, now, problem
+            else:
+                in_flight = _in_flight(schedule.pk, local_in_flight, exclude_run=run.pk)
+                if run.reason == RunReason.CATCH_UP and in_flight >= schedule.max_instances:
+                    # A catch-up run waits for a free instance instead of being skipped.
+                    Run.objects.filter(pk=run_id).update(
+                        status=RunStatus.QUEUED,
+                        scheduler="",
+                        started_at=None,
+                        not_before=now + CATCH_UP_RECHECK,
+                    )
+                    dispatch.enqueue(run, run_after=now + CATCH_UP_RECHECK)
+                    continue
+                replaced += _start_or_skip(
+                    run, schedule, now=now, instance_id=instance_id, in_flight=in_flight
+                )
+            run.save()
+            runs.append(run)
+    return runs, replaced
+
+
+def _unrunnable(run: Run, tasks: Registry) -> str:
+    if run.schedule is None:
+        return "skipped: the schedule was deleted"
+    refusal = tasks.refusal(run.task_name)
+    return f"skipped: {refusal}" if refusal else ""
+
+
+def next_wakeup(*, tasks: Registry) -> datetime | None:
+    """The earliest instant anything becomes due: two indexed lookups."""
+    slot = Schedule.objects.next_slot_at(task_names=tasks.runnable_names())
+    queued = (
+        Run.objects.queued()
+        .filter(dispatch=Dispatch.INLINE)
+        .order_by("not_before")
+        .values_list("not_before", flat=True)
+        .first()
+    )
+    candidates = [t for t in (slot, queued) if t is not None]
+    return min(candidates) if candidates else None

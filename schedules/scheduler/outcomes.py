@@ -1,0 +1,101 @@
+"""Recording outcomes: finished runs, their retries, and each schedule's last outcome."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.db import transaction
+
+from ..choices import ERROR_OUTCOMES
+from ..models import Run, RunReason, RunStatus, Schedule, ScheduleStatus
+from . import dispatch
+from .records import new_run, update_each
+
+
+def still_running(run_ids: list[int]) -> set[int]:
+    """Of these runs, the ones no other process has cancelled or interrupted."""
+    if not run_ids:
+        return set()
+    return set(Run.objects.running().filter(pk__in=run_ids).values_list("pk", flat=True))
+
+
+def finish_runs(*, items: list[tuple[Run, dict]], now: datetime) -> list[tuple]:
+    """Record the outcomes of finished runs in one transaction.
+
+    `items` pairs each Run (as claimed, with its schedule) with its outcome
+    (status, error, traceback, result, retry_in). For each, returns (the run,
+    its queued retry), or (None, None) if another process already ended the
+    run (replaced, or interrupted because its scheduler looked dead). A
+    one-shot whose trigger has no slot left is completed after its last attempt.
+    """
+    results: list[tuple] = []
+    retries: list[Run] = []
+    completing: list[int] = []
+    with transaction.atomic():
+        # Runs another process ended meanwhile (replaced, interrupted) keep that ending.
+        ours = set(
+            Run.objects.select_for_update()
+            .filter(pk__in=[run.pk for run, _ in items], status=RunStatus.RUNNING)
+            .order_by("pk")
+            .values_list("pk", flat=True)
+        )
+        finished = []
+        for run, outcome in items:
+            if run.pk not in ours:
+                results.append((None, None))
+                continue
+            run.status, run.finished_at = outcome["status"], now
+            run.error, run.traceback, run.result = (
+                outcome["error"],
+                outcome["traceback"],
+                outcome["result"],
+            )
+            finished.append(run)
+            retry = None
+            schedule = run.schedule
+            if outcome["retry_in"] is not None and schedule is not None:
+                retry = new_run(schedule, reason=RunReason.RETRY, slot=run.slot, now=now)
+                retry.attempt = run.attempt + 1
+                retry.kwargs = run.kwargs
+                retry.not_before = now + timedelta(seconds=outcome["retry_in"])
+                retry.requested_by_id = run.requested_by_id
+                retry.dispatch = run.dispatch
+                retries.append(retry)
+            elif schedule is not None and schedule.trigger.get("kind") not in ("interval", "cron"):
+                completing.append(schedule.pk)
+            results.append((run, retry))
+        fields = ["status", "finished_at", "error", "traceback", "result"]
+        update_each(Run, fields, [(*(getattr(r, f) for f in fields), r.pk) for r in finished])
+        record_on_schedules(finished)
+        if completing:
+            # A one-shot with no slot left is done after its last attempt.
+            Schedule.objects.filter(
+                pk__in=completing, status=ScheduleStatus.ACTIVE, next_run_at__isnull=True
+            ).update(status=ScheduleStatus.COMPLETED)
+        Run.objects.bulk_create(retries)
+        for retry in retries:
+            dispatch.enqueue(retry, run_after=retry.not_before)
+    return results
+
+
+def record_on_schedules(runs: list[Run]) -> None:
+    """Last outcome and counters of each schedule, one executemany for the batch."""
+    latest: dict[int, Run] = {}
+    counts: dict[int, list[int]] = {}
+    for run in runs:
+        if run.schedule_id is None or run.status == RunStatus.SKIPPED:
+            continue
+        latest[run.schedule_id] = run
+        count = counts.setdefault(run.schedule_id, [0, 0])
+        count[0] += 1
+        count[1] += run.status in ERROR_OUTCOMES
+    rows = []
+    # In primary key order, as every process updates them: no deadlock between them.
+    for pk, run in sorted(latest.items()):
+        duration = run.duration.total_seconds() if run.duration else None
+        error = run.error if run.status != RunStatus.SUCCEEDED else ""
+        started = run.started_at or run.finished_at
+        rows.append((started, run.status, error, duration, *counts[pk], pk))
+    fields = ["last_run_at", "last_outcome", "last_error", "last_duration", "run_count",
+              "error_count"]  # fmt: skip
+    update_each(Schedule, fields, rows, add=2)

@@ -1,0 +1,66 @@
+"""Writing outcomes in batches: while one batch is written, the next gathers.
+
+Each finished run waits for its own outcome to be written; a database
+hiccup is retried after a pause on the scheduler's clock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from ..models import Run
+from . import outcomes
+from .clock import Clock
+from .executor import Outcome
+
+logger = logging.getLogger(__name__)
+
+BATCH = 500
+WRITE_TRIES = 6
+
+DbCall = Callable[..., Awaitable[Any]]
+
+
+class OutcomeRecorder:
+    def __init__(self, *, db: DbCall, clock: Clock) -> None:
+        self._db = db
+        self._clock = clock
+        self._pending: list[tuple[Run, Outcome, asyncio.Future]] = []
+        self._flusher: asyncio.Task | None = None
+
+    async def record(self, run: Run, outcome: Outcome) -> tuple[Run | None, Run | None]:
+        """Queue the outcome for the next batched write and wait for it.
+
+        Returns (the finished run, its queued retry or None), or (None, None)
+        if another process ended the run first (replaced, or interrupted).
+        """
+        done = asyncio.get_running_loop().create_future()
+        self._pending.append((run, outcome, done))
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush())
+        return await asyncio.shield(done)
+
+    async def _flush(self) -> None:
+        while self._pending:
+            batch, self._pending = self._pending[:BATCH], self._pending[BATCH:]
+            items = [(run, vars(outcome)) for run, outcome, _ in batch]
+            results = None
+            for attempt in range(WRITE_TRIES):
+                try:
+                    results = await self._db(
+                        outcomes.finish_runs, items=items, now=self._clock.now()
+                    )
+                    break
+                except Exception:
+                    logger.exception("could not record %d run(s) (try %d)", len(batch), attempt + 1)
+                    # Its own event, not the scheduler's wake: a new slot must not
+                    # cut the database's breather short.
+                    await self._clock.wait(min(2**attempt, 10), asyncio.Event())
+            for (_, _, done), result in zip(
+                batch, results or [(None, None)] * len(batch), strict=True
+            ):
+                if not done.done():
+                    done.set_result(result)

@@ -1,0 +1,29 @@
+"""Next fire times as an operator reads them: in the schedule's zone and in their own."""
+
+from __future__ import annotations
+
+from datetime import datetime, tzinfo
+
+from .base import Trigger
+
+
+def preview_times(
+    trigger: Trigger,
+    *,
+    count: int,
+    after: datetime,
+    zone: tzinfo,
+    operator_zone: tzinfo | None = None,
+) -> list[tuple[datetime, datetime]]:
+    """The next `count` fire times after `after`, each as (in `zone`, in `operator_zone`).
+
+    Without an operator zone both sides are in `zone`. Every page, the CLI and
+    the live preview list fire times through this one function.
+    """
+    other = operator_zone or zone
+    return [(t.astimezone(zone), t.astimezone(other)) for t in trigger.preview(count, after)]
+
+
+def own_zone(trigger: Trigger, default: tzinfo) -> tzinfo:
+    """The zone a trigger is written in (a cron's or a date's), else `default`."""
+    return getattr(trigger, "zone", None) or default

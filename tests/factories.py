@@ -1,0 +1,63 @@
+"""Test helpers: a fake clock, and schedules and runs made through the services."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+from asgiref.sync import sync_to_async
+
+from schedules import services
+from schedules.models import Run, Schedule
+
+T0 = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+
+
+class FakeClock:
+    """Time stands still until a test moves it; waits are recorded, not slept."""
+
+    def __init__(self, now: datetime = T0) -> None:
+        self.current = now
+        self.waits: list[float] = []
+
+    def now(self) -> datetime:
+        return self.current
+
+    def advance(self, seconds: float) -> datetime:
+        self.current += timedelta(seconds=seconds)
+        return self.current
+
+    async def wait(self, seconds: float, wake: asyncio.Event) -> None:
+        self.waits.append(seconds)
+        if not wake.is_set():
+            self.current += timedelta(seconds=seconds)
+        wake.clear()
+        await asyncio.sleep(0)
+
+
+def make_schedule(code: str, task_name: str, trigger: dict, *, now: datetime = T0, **fields):
+    return services.schedule_create(
+        code=code, task_name=task_name, trigger=trigger, now=now, **fields
+    )
+
+
+async def create(code: str, task_name: str, trigger: dict, **fields) -> Schedule:
+    return await sync_to_async(make_schedule)(code, task_name, trigger, **fields)
+
+
+async def runs_of(code: str) -> list[Run]:
+    return await sync_to_async(
+        lambda: list(Run.objects.filter(schedule_code=code).order_by("pk"))
+    )()
+
+
+async def reload(schedule: Schedule) -> Schedule:
+    return await sync_to_async(Schedule.objects.get)(pk=schedule.pk)
+
+
+async def schedule_of(code: str) -> Schedule:
+    return await sync_to_async(Schedule.objects.get)(code=code)
+
+
+def every(seconds: float) -> dict:
+    return {"kind": "interval", "every": seconds}
