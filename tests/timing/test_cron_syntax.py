@@ -1,4 +1,4 @@
-"""Each piece of cron syntax in DESIGN.md, checked on known calendars."""
+"""Each piece of cron syntax in docs/timing.md, checked on known calendars."""
 
 from __future__ import annotations
 
