@@ -50,6 +50,10 @@ class RunRefused(ValueError):
     """A manual run that cannot be queued (orphan or duplicate task)."""
 
 
+class CancelRefused(ValueError):
+    """A run that cannot be cancelled (it already ended)."""
+
+
 def _transition(*, schedule: Schedule, to: str, now: datetime | None = None) -> Schedule:
     with transaction.atomic():
         current = Schedule.objects.select_for_update().get(pk=schedule.pk)
@@ -244,3 +248,48 @@ def schedule_run_now(
         dispatch.enqueue(run)
     wake_schedulers()
     return run
+
+
+def actor(by: AbstractBaseUser | str | None) -> str:
+    """Who did something, as records keep it: a user name, "cli:<os user>", or ""."""
+    if by is None:
+        return ""
+    if isinstance(by, str):
+        return by
+    return by.get_username() if by.is_authenticated else ""
+
+
+def run_cancel(*, run: Run, by: AbstractBaseUser | str | None) -> Run:
+    """Stop a queued or running run; refused for a run that already ended.
+
+    A queued run is cancelled at once. A running one is recorded cancelled
+    now, and the scheduler that owns it stops it for real (terminates its
+    worker process) when it notices, within about a second.
+    """
+    who = actor(by)
+    with transaction.atomic():
+        current = Run.objects.select_for_update().get(pk=run.pk)
+        if current.status not in (RunStatus.QUEUED, RunStatus.RUNNING):
+            raise CancelRefused(f"run #{current.pk} already ended ({current.status})")
+        current.status = RunStatus.CANCELLED
+        current.finished_at = timezone.now()
+        current.error = f"cancelled by {who or 'an operator'}"
+        current.cancelled_by = who
+        current.save(update_fields=["status", "finished_at", "error", "cancelled_by"])
+    wake_schedulers()
+    return current
+
+
+def schedule_drop_queued(*, schedule: Schedule, by: AbstractBaseUser | str | None) -> int:
+    """Cancel every queued run of a schedule (retries, catch-ups, manual runs); how many."""
+    who = actor(by)
+    return (
+        Run.objects.queued()
+        .filter(schedule=schedule)
+        .update(
+            status=RunStatus.CANCELLED,
+            finished_at=timezone.now(),
+            error=f"dropped from the queue by {who or 'an operator'}",
+            cancelled_by=who,
+        )
+    )
