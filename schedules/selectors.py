@@ -132,7 +132,7 @@ def schedule_counts() -> dict[str, int]:
 def health_report(*, now: datetime) -> tuple[bool, dict]:
     """(healthy, report) for `GET /health/`. Unhealthy: no scheduler alive, or recent
     errors over SILLO_HEALTH_ERROR_RATE."""
-    alive = list(SchedulerInstance.objects.alive(now=now))
+    alive = list(SchedulerInstance.objects.alive())
     runs = run_totals()
     window = setting("SILLO_HEALTH_WINDOW")
     recent, recent_errors = recent_error_rate(now=now, window=window)

@@ -65,7 +65,7 @@ class Scheduler:
         self._stopping = False
         self._started = False
         self.in_flight: dict[int, asyncio.Task] = {}
-        self._last: dict[str, datetime] = {}
+        self._last: dict[str, float] = {}  # step -> monotonic time it last ran
         self._finished_since_prune: dict[int, int] = {}
         self.recorder = OutcomeRecorder(db=self.db, clock=self.clock)
         # Runs are queued for want of a free worker: a finished run wakes the loop.
@@ -81,10 +81,13 @@ class Scheduler:
     def wake(self) -> None:
         self._wake.set()
 
-    def _due(self, step: str, every: float, now: datetime) -> bool:
+    def _due(self, step: str, every: float, now: datetime | None = None) -> bool:
+        """Whether `every` seconds passed since `step` last ran, on the monotonic clock
+        (a wall clock that steps back must not stop heartbeats)."""
+        at = self.clock.monotonic()
         last = self._last.get(step)
-        if last is None or (now - last).total_seconds() >= every:
-            self._last[step] = now
+        if last is None or at - last >= every:
+            self._last[step] = at
             return True
         return False
 
@@ -106,7 +109,7 @@ class Scheduler:
             now=now,
             kind=self.kind,
         )
-        self._last["heartbeat"] = now
+        self._last["heartbeat"] = self.clock.monotonic()
         await self.executor.start()
         self._started = True
         hints.register(self)
@@ -185,6 +188,9 @@ class Scheduler:
         await self._notice_cancelled()
         if self._due("sync", setting("SILLO_RESYNC_INTERVAL"), now):
             await self.db(services.sync_code_defaults, tasks=self.tasks, now=now)
+            for name in sorted(self.tasks.duplicate_names()):
+                refusal = self.tasks.refusal(name)
+                logger.warning("%s: none of them runs until it is renamed", refusal)
 
         if not self._stopping:
             slots = self._worker_slots()
@@ -234,7 +240,7 @@ class Scheduler:
         next_at = await self.db(
             claims.next_wakeup, tasks=self.tasks, include_queued=not self._waiting_for_worker
         )
-        delay = setting("SILLO_RESYNC_INTERVAL")
+        delay = min(setting("SILLO_RESYNC_INTERVAL"), setting("SILLO_POLL_INTERVAL"))
         if next_at is not None:
             delay = max(0.0, min(delay, (next_at - self.clock.now()).total_seconds()))
         if self.in_flight:
@@ -347,6 +353,7 @@ class Scheduler:
         await self._publish(finished)
         if retry is not None:
             await self._publish(retry)
+            self.wake()  # the sleep is recomputed: the retry starts at its time
         await self._maybe_prune(finished.schedule_id)
 
     async def _maybe_prune(self, schedule_id: int | None) -> None:

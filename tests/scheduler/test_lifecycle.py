@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 from asgiref.sync import sync_to_async
 from django.db import OperationalError
+from django.utils import timezone
 
 from schedules import services
 from schedules.models import Run, RunReason, RunStatus, Schedule, SchedulerInstance, ScheduleStatus
@@ -188,12 +189,15 @@ async def test_orphans_and_duplicates_are_flagged_and_never_run(clock, transacti
 
 
 async def test_runs_of_a_dead_scheduler_become_interrupted(scheduler, clock, settings) -> None:
+    """Staleness is read on the database's clock: this scheduler's own clock (the fake
+    one, months away from the database's) neither hides nor fakes a dead peer."""
     settings.SILLO_STALE_AFTER = 30
     schedule = await create("victim", "test.echo", every(3600))
+    beat = timezone.now() - timedelta(seconds=10)
 
     def leave_a_running_run():
         SchedulerInstance.objects.create(
-            id="dead", host="elsewhere", pid=1, started_at=T0, heartbeat_at=T0
+            id="dead", host="elsewhere", pid=1, started_at=beat, heartbeat_at=beat
         )
         return Run.objects.create(
             schedule=schedule, schedule_code="victim", task_name="test.echo",
@@ -202,12 +206,14 @@ async def test_runs_of_a_dead_scheduler_become_interrupted(scheduler, clock, set
         )  # fmt: skip
 
     run = await sync_to_async(leave_a_running_run)()
-    clock.advance(10)
+    clock.advance(600)  # this host's clock jumps ten minutes: nothing changes
     scheduler._last.pop("heartbeat", None)
     await scheduler.run_pass()
     assert (await runs_of("victim"))[0].status == RunStatus.RUNNING  # heartbeat still fresh
 
-    clock.advance(31)
+    await sync_to_async(SchedulerInstance.objects.filter(id="dead").update)(
+        heartbeat_at=timezone.now() - timedelta(seconds=31)
+    )
     scheduler._last.pop("heartbeat", None)
     await scheduler.run_pass()
     (run,) = await runs_of("victim")
@@ -373,3 +379,39 @@ def test_task_options_defaults_match_the_design() -> None:
         "skip",
         "skip",
     )
+
+
+async def test_a_peer_on_another_node_with_the_same_host_and_pid_is_not_declared_dead(
+    scheduler, clock
+) -> None:
+    """Containers may share a host name while their pids live in other namespaces."""
+    await sync_to_async(SchedulerInstance.objects.create)(
+        id="container", host=scheduler.host, pid=2**22 - 1, node="another-boot:pid:[1]",
+        heartbeat_at=timezone.now(),
+    )  # fmt: skip
+    scheduler._last.pop("heartbeat", None)
+    await scheduler.run_pass()
+    peer = await sync_to_async(SchedulerInstance.objects.get)(id="container")
+    assert peer.stopped_at is None
+
+
+async def test_a_dead_pid_on_this_node_is_recovered_at_once(scheduler, clock) -> None:
+    from schedules.scheduler.instances import NODE
+
+    await sync_to_async(SchedulerInstance.objects.create)(
+        id="crashed", host=scheduler.host, pid=2**22 - 1, node=NODE, heartbeat_at=timezone.now()
+    )
+    scheduler._last.pop("heartbeat", None)
+    await scheduler.run_pass()
+    peer = await sync_to_async(SchedulerInstance.objects.get)(id="crashed")
+    assert peer.stopped_at is not None
+
+
+def test_a_heartbeat_slower_than_a_third_of_the_staleness_is_refused(settings) -> None:
+    from schedules.conf import setting_problems
+
+    settings.SILLO_HEARTBEAT_INTERVAL = 11
+    settings.SILLO_STALE_AFTER = 30
+    assert setting_problems() == [
+        "SILLO_HEARTBEAT_INTERVAL must be at most a third of SILLO_STALE_AFTER (11 > 30 / 3)"
+    ]
