@@ -23,23 +23,26 @@ from .wake import wake_schedulers
 
 logger = logging.getLogger(__name__)
 
-# Allowed status transitions; anything else is refused with a reason.
-TRANSITIONS: dict[str, set[str]] = {
-    ScheduleStatus.ACTIVE: {
-        ScheduleStatus.PAUSED,
-        ScheduleStatus.CANCELLED,
-        ScheduleStatus.COMPLETED,
-    },
-    ScheduleStatus.PAUSED: {ScheduleStatus.ACTIVE, ScheduleStatus.CANCELLED},
-    ScheduleStatus.CANCELLED: set(),
-    ScheduleStatus.COMPLETED: set(),
+# verb -> (the statuses it applies to, the status it leads to); anything else is refused.
+TRANSITIONS: dict[str, tuple[frozenset[str], str]] = {
+    "pause": (frozenset({ScheduleStatus.ACTIVE}), ScheduleStatus.PAUSED),
+    "resume": (frozenset({ScheduleStatus.PAUSED}), ScheduleStatus.ACTIVE),
+    "cancel": (frozenset({ScheduleStatus.ACTIVE, ScheduleStatus.PAUSED}), ScheduleStatus.CANCELLED),
+    "complete": (frozenset({ScheduleStatus.ACTIVE}), ScheduleStatus.COMPLETED),
+    "reactivate": (
+        frozenset({ScheduleStatus.COMPLETED, ScheduleStatus.CANCELLED}),
+        ScheduleStatus.ACTIVE,
+    ),
 }
-_VERBS = {
-    ScheduleStatus.ACTIVE: "resume",
-    ScheduleStatus.PAUSED: "pause",
-    ScheduleStatus.CANCELLED: "cancel",
-    ScheduleStatus.COMPLETED: "complete",
-}
+
+
+def allowed_verbs(status: str) -> list[str]:
+    """The transitions an operator may ask for in this status (buttons, CLI)."""
+    return [
+        verb
+        for verb, (sources, _) in TRANSITIONS.items()
+        if status in sources and verb != "complete"
+    ]
 
 
 class InvalidTransition(ValueError):
@@ -54,42 +57,64 @@ class CancelRefused(ValueError):
     """A run that cannot be cancelled (it already ended)."""
 
 
-def _transition(*, schedule: Schedule, to: str, now: datetime | None = None) -> Schedule:
+def _transition(*, schedule: Schedule, verb: str, now: datetime | None = None) -> Schedule:
+    sources, to = TRANSITIONS[verb]
+    now = now or timezone.now()
+    # Computed before the row is locked: a costly trigger never holds the write lock.
+    upcoming = next_slot(schedule, after=now) if to == ScheduleStatus.ACTIVE else None
     with transaction.atomic():
         current = Schedule.objects.select_for_update().get(pk=schedule.pk)
-        if to not in TRANSITIONS[current.status]:
+        if current.status not in sources:
             raise InvalidTransition(
-                f"cannot {_VERBS[to]} schedule '{current.code}': it is {current.status}"
+                f"cannot {verb} schedule '{current.code}': it is {current.status}"
             )
-        current.status = to
-        fields = ["status", "updated_at"]
-        if to == ScheduleStatus.ACTIVE:
-            current.next_run_at = next_slot(current, after=now or timezone.now())
-            fields.append("next_run_at")
-        elif to in (ScheduleStatus.CANCELLED, ScheduleStatus.COMPLETED):
-            current.next_run_at = None
-            fields.append("next_run_at")
-        current.save(update_fields=fields)
-    if to == ScheduleStatus.ACTIVE:
+        if current.trigger != schedule.trigger and to == ScheduleStatus.ACTIVE:
+            upcoming = next_slot(current, after=now)  # edited meanwhile
+        if verb == "reactivate" and upcoming is None:
+            raise InvalidTransition(
+                f"cannot reactivate schedule '{current.code}': its trigger has no fire time "
+                "after now; edit the trigger first"
+            )
+        # A resumed one-shot whose time passed while it was paused is done.
+        current.status = (
+            ScheduleStatus.COMPLETED if to == ScheduleStatus.ACTIVE and upcoming is None else to
+        )
+        current.next_run_at = upcoming
+        current.save(update_fields=["status", "next_run_at", "updated_at"])
+        if to == ScheduleStatus.CANCELLED:
+            Run.objects.queued().filter(schedule=current).update(
+                status=RunStatus.CANCELLED,
+                finished_at=now,
+                error="dropped from the queue: the schedule was cancelled",
+            )
+    if current.status == ScheduleStatus.ACTIVE:
         wake_schedulers()
     return current
 
 
 def schedule_pause(*, schedule: Schedule) -> Schedule:
-    return _transition(schedule=schedule, to=ScheduleStatus.PAUSED)
+    """Stop firing; queued retries and catch-ups wait until it is resumed."""
+    return _transition(schedule=schedule, verb="pause")
 
 
 def schedule_resume(*, schedule: Schedule, now: datetime | None = None) -> Schedule:
     """Back to active; the next slot is computed from now, missed slots are not run."""
-    return _transition(schedule=schedule, to=ScheduleStatus.ACTIVE, now=now)
+    return _transition(schedule=schedule, verb="resume", now=now)
 
 
 def schedule_cancel(*, schedule: Schedule) -> Schedule:
-    return _transition(schedule=schedule, to=ScheduleStatus.CANCELLED)
+    """Stop for good (until reactivated); its queued runs are dropped."""
+    return _transition(schedule=schedule, verb="cancel")
 
 
 def schedule_complete(*, schedule: Schedule) -> Schedule:
-    return _transition(schedule=schedule, to=ScheduleStatus.COMPLETED)
+    return _transition(schedule=schedule, verb="complete")
+
+
+def schedule_reactivate(*, schedule: Schedule, now: datetime | None = None) -> Schedule:
+    """A completed or cancelled schedule becomes active again, if its trigger has a future
+    fire time (edit a past date first)."""
+    return _transition(schedule=schedule, verb="reactivate", now=now)
 
 
 def next_slot(schedule: Schedule, *, after: datetime) -> datetime | None:
@@ -136,7 +161,7 @@ def schedule_create(
         source=source,
         **options,
     )
-    schedule.next_run_at = parsed.next_fire(now or timezone.now())
+    schedule.next_run_at = _future_fire(parsed, now or timezone.now())
     schedule.full_clean()
     schedule.save()
     wake_schedulers()
@@ -155,12 +180,25 @@ def schedule_update(
     schedule.tz = schedule.tz or display_zone(parsed)
     schedule.trigger = spec
     schedule.source = ScheduleSource.OPERATOR
-    if changed and schedule.status == ScheduleStatus.ACTIVE:
-        schedule.next_run_at = parsed.next_fire(now or timezone.now())
+    if changed:
+        upcoming = _future_fire(parsed, now or timezone.now())
+        if schedule.status == ScheduleStatus.ACTIVE:
+            schedule.next_run_at = upcoming
     schedule.full_clean()
     schedule.save()
     wake_schedulers()
     return schedule
+
+
+def _future_fire(trigger: Trigger, now: datetime) -> datetime:
+    """The trigger's next fire time; a trigger with none (a past date, an "all" whose
+    children only met in the past) is refused, never saved to sit idle."""
+    upcoming = trigger.next_fire(now)
+    if upcoming is None:
+        raise InvalidTrigger(
+            "trigger: it has no fire time after now (a date in the past?); a schedule needs one"
+        )
+    return upcoming
 
 
 def schedule_delete(*, schedule: Schedule) -> None:

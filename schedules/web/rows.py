@@ -6,10 +6,10 @@ from dataclasses import dataclass
 
 from ..defaults import is_default_record
 from ..flags import Flag, describe
-from ..models import Run, Schedule, ScheduleStatus
+from ..models import Run, Schedule
 from ..registry import Registry, registry
 from ..selectors import active_runs
-from ..services import TRANSITIONS
+from ..services import allowed_verbs
 from .access import abilities
 
 
@@ -40,12 +40,7 @@ def build_rows(schedules: list[Schedule], user, tasks: Registry = registry) -> l
         text, flags = describe(schedule, tasks)
         actions = []
         if can["can_operate"]:
-            if ScheduleStatus.PAUSED in TRANSITIONS[schedule.status]:
-                actions.append("pause")
-            if schedule.status == ScheduleStatus.PAUSED:
-                actions.append("resume")
-            if ScheduleStatus.CANCELLED in TRANSITIONS[schedule.status]:
-                actions.append("cancel")
+            actions += allowed_verbs(schedule.status)
         if can["can_change"] and is_default_record(schedule, tasks):
             actions.append("reset")
         if can["can_delete"]:

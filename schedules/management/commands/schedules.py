@@ -65,8 +65,13 @@ class Command(BaseCommand):
         show.add_argument("code")
         show.add_argument("--json", action="store_true")
 
-        for name, verb in (("pause", "pause"), ("resume", "resume"), ("cancel", "cancel")):
-            change = action(name, f"{verb} a schedule")
+        for name, text in (
+            ("pause", "pause a schedule (queued retries wait)"),
+            ("resume", "resume a paused schedule from now"),
+            ("cancel", "cancel a schedule (drops its queued runs)"),
+            ("reactivate", "make a completed or cancelled schedule active again"),
+        ):
+            change = action(name, text)
             change.add_argument("code")
             change.add_argument("--json", action="store_true")
 
@@ -156,6 +161,9 @@ class Command(BaseCommand):
 
     def handle_resume(self, *, code: str, json: bool, **_) -> None:
         self._changed(services.schedule_resume(schedule=_schedule(code)), json)
+
+    def handle_reactivate(self, *, code: str, json: bool, **_) -> None:
+        self._changed(services.schedule_reactivate(schedule=_schedule(code)), json)
 
     def handle_cancel(self, *, code: str, json: bool, **_) -> None:
         self._changed(services.schedule_cancel(schedule=_schedule(code)), json)
