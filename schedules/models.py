@@ -275,6 +275,10 @@ class Run(models.Model):
     )
     # Who stopped the run: a user name, "cli:<os user>", or empty.
     cancelled_by = models.CharField(max_length=200, blank=True)
+    # The run this one follows: the attempt a retry repeats.
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children"
+    )
 
     objects = RunQuerySet.as_manager()
 

@@ -26,10 +26,10 @@ from ..conf import setting
 from ..events import publish_run
 from ..models import Run, RunStatus
 from ..registry import Registry, registry
-from ..signals import run_finished, run_started
 from . import claims, hints, instances, outcomes, retention
 from .clock import Clock, SystemClock
 from .executor import Executor, Outcome, context_for, default_pool
+from .hooks import Hooks
 from .recorder import OutcomeRecorder
 
 logger = logging.getLogger(__name__)
@@ -68,6 +68,7 @@ class Scheduler:
         self._last: dict[str, float] = {}  # step -> monotonic time it last ran
         self._finished_since_prune: dict[int, int] = {}
         self.recorder = OutcomeRecorder(db=self.db, clock=self.clock)
+        self.hooks = Hooks()
         # Runs are queued for want of a free worker: a finished run wakes the loop.
         self._waiting_for_worker = False
         self.passes = 0
@@ -166,6 +167,8 @@ class Scheduler:
         except Exception:
             logger.exception("could not mark scheduler %s stopped", self.instance_id)
         await self.executor.shutdown()
+        await self.hooks.drain()
+        self.hooks.shutdown()
         self._db_pool.submit(connections.close_all)
         self._db_pool.shutdown(wait=True)
         logger.info("scheduler %s stopped", self.instance_id)
@@ -184,6 +187,7 @@ class Scheduler:
                 stale_after=setting("SILLO_STALE_AFTER"),
                 host=self.host,
             ):
+                self.hooks.finished(run, final=True)
                 await self._publish(run)
         await self._notice_cancelled()
         if self._due("sync", setting("SILLO_RESYNC_INTERVAL"), now):
@@ -251,6 +255,7 @@ class Scheduler:
         """Wait until every run this scheduler launched has been recorded."""
         while self.in_flight:
             await asyncio.wait(list(self.in_flight.values()))
+        await self.hooks.drain()
 
     async def _heartbeat(self, now: datetime) -> None:
         if not await self.db(instances.heartbeat, instance_id=self.instance_id, now=now):
@@ -315,7 +320,8 @@ class Scheduler:
 
     async def _launch_or_report(self, run: Run) -> None:
         if run.status != RunStatus.RUNNING:
-            await self._publish(run)  # skipped at claim time
+            self.hooks.finished(run, final=True)  # skipped at claim time (queued: no-op)
+            await self._publish(run)
             return
         task = asyncio.create_task(self._execute(run), name=f"run-{run.pk}")
         self.in_flight[run.pk] = task
@@ -334,8 +340,7 @@ class Scheduler:
     async def _execute(self, run: Run) -> None:
         declaration = self.tasks.get(run.task_name)
         context = context_for(run, run.schedule)
-        if run_started.has_listeners(Run):
-            await self.db(_send_robust, signal=run_started, run=run)
+        self.hooks.started(run)
         await self._publish(run)
         try:
             outcome = await self.executor.execute(declaration, context)
@@ -343,13 +348,13 @@ class Scheduler:
             why = exc.args[0] if exc.args else "scheduler shut down"
             outcome = Outcome(RunStatus.CANCELLED, str(why))
         finished, retry = await self.recorder.record(run, outcome)
-        if finished is None:  # ended elsewhere (replaced, or marked interrupted)
+        if finished is None:  # ended elsewhere (replaced, cancelled, marked interrupted)
             ended = await self.db(Run.objects.filter(pk=run.pk).first)
             if ended is not None:
+                self.hooks.finished(ended, final=True)
                 await self._publish(ended)
             return
-        if run_finished.has_listeners(Run):
-            await self.db(_send_robust, signal=run_finished, run=finished)
+        self.hooks.finished(finished, final=retry is None)
         await self._publish(finished)
         if retry is not None:
             await self._publish(retry)
@@ -384,9 +389,3 @@ def _db_call(fn: Callable[..., Any], kwargs: dict) -> Any:
         # A broken connection is reopened by the next query.
         connection.close()
         raise
-
-
-def _send_robust(*, signal, run: Run) -> None:
-    for receiver, result in signal.send_robust(sender=Run, run=run):
-        if isinstance(result, Exception):
-            logger.error("run signal receiver %r failed: %r", receiver, result)

@@ -17,6 +17,7 @@ from schedules.scheduler import claims, outcomes, pipeline, retention
 from schedules.scheduler.engine import Scheduler
 from schedules.signals import run_finished, run_started
 from tests.factories import T0, FakeClock, create, every, inline_executor, runs_of, schedule_of
+from tests.taskapp import tasks as test_tasks
 
 
 async def test_global_middleware_wraps_every_run_outermost_first(clock, transactional_db) -> None:
@@ -415,3 +416,94 @@ def test_a_heartbeat_slower_than_a_third_of_the_staleness_is_refused(settings) -
     assert setting_problems() == [
         "SILLO_HEARTBEAT_INTERVAL must be at most a third of SILLO_STALE_AFTER (11 > 30 / 3)"
     ]
+
+
+async def test_every_terminal_outcome_is_signalled_and_only_final_failures_as_failed(
+    scheduler, clock
+) -> None:
+    from schedules.signals import run_failed, run_succeeded
+
+    seen: list[tuple] = []
+
+    def finished(sender, run, final, **kwargs):
+        seen.append(("finished", run.schedule_code, run.status, run.attempt, final))
+
+    def failed(sender, run, **kwargs):
+        seen.append(("failed", run.schedule_code, run.attempt))
+
+    def succeeded(sender, run, **kwargs):
+        seen.append(("succeeded", run.schedule_code))
+
+    run_finished.connect(finished)
+    run_failed.connect(failed)
+    run_succeeded.connect(succeeded)
+    try:
+        await create("flaky", "test.fail", every(3600), max_attempts=2, retry_delay=1)
+        await create("fine", "test.echo", every(3600))
+        await create("busy", "test.block_async", every(60), kwargs={"gate": "busy-signal"})
+        clock.advance(3600)
+        await scheduler.run_pass()
+        clock.advance(60)  # busy's next slot arrives while its run holds the instance
+        await scheduler.run_pass()
+        test_tasks.async_gates["busy-signal"].set()
+        await scheduler.wait_idle()
+        clock.advance(1)
+        await scheduler.run_pass()  # the retry of flaky
+        await scheduler.wait_idle()
+    finally:
+        run_finished.disconnect(finished)
+        run_failed.disconnect(failed)
+        run_succeeded.disconnect(succeeded)
+    assert ("finished", "flaky", "failed", 1, False) in seen
+    assert ("finished", "flaky", "failed", 2, True) in seen
+    assert [e for e in seen if e[0] == "failed"] == [("failed", "flaky", 2)]
+    assert ("succeeded", "fine") in seen
+    assert ("finished", "busy", "skipped", 1, True) in seen  # skipped at claim time
+
+
+async def test_a_slow_receiver_never_delays_claims(scheduler, clock) -> None:
+    import threading
+
+    release = threading.Event()
+    calls = []
+
+    def slow(sender, run, **kwargs):
+        calls.append(run.schedule_code)
+        release.wait(10)
+
+    run_finished.connect(slow)
+    try:
+        await create("first", "test.echo_async", every(60))
+        clock.advance(60)
+        await scheduler.run_pass()
+        while not calls:
+            await asyncio.sleep(0.01)  # the receiver holds its thread now
+        clock.advance(60)
+        await scheduler.run_pass()  # claims the next slot meanwhile
+        for task in list(scheduler.in_flight.values()):
+            await task
+        assert len(await runs_of("first")) == 2
+    finally:
+        release.set()
+        run_finished.disconnect(slow)
+        await scheduler.wait_idle()
+
+
+async def test_an_outcome_survives_a_long_database_outage(scheduler, clock, monkeypatch) -> None:
+    real = outcomes.finish_runs
+    failures = {"left": 12}
+
+    def down(**kwargs):
+        if failures["left"]:
+            failures["left"] -= 1
+            raise OperationalError("database is unavailable")
+        return real(**kwargs)
+
+    monkeypatch.setattr(outcomes, "finish_runs", down)
+    await create("patient", "test.echo", every(60))
+    clock.advance(60)
+    await scheduler.run_pass()
+    await scheduler.wait_idle()
+    assert max(clock.waits) == 10  # the pause between tries is capped
+    (run,) = await runs_of("patient")
+    assert run.status == RunStatus.SUCCEEDED
