@@ -188,7 +188,7 @@ class Command(BaseCommand):
                     "start one (manage.py runscheduler) or use --inline",
                     returncode=1,
                 )
-            run = _wait_for(run, timeout)
+            run = self._follow(run, timeout, json)
         if json:
             self.emit(run_data(run))
         else:
@@ -212,6 +212,18 @@ class Command(BaseCommand):
             self.emit({"code": code, "dropped": dropped})
         else:
             self.stdout.write(f"{code}: {dropped} queued run(s) dropped")
+
+    def _follow(self, run: Run, timeout: float, json: bool) -> Run:
+        """Wait for the run and each retry that follows it; the last one is the outcome."""
+        deadline = time.monotonic() + timeout
+        while True:
+            run = _wait_for(run, deadline)
+            retry = _retry_of(run)
+            if retry is None:
+                return run
+            if not json:
+                self.stdout.write(_run_line(run) + f"  (attempt {run.attempt}; retrying)")
+            run = retry
 
     def handle_runs(self, *, code: str | None, limit: int, json: bool, **_) -> None:
         if not 1 <= limit <= 10_000:
@@ -267,14 +279,18 @@ def _schedule(code: str) -> Schedule:
         raise CommandError(f"no schedule with code '{code}'", returncode=2) from None
 
 
-def _wait_for(run: Run, timeout: float) -> Run:
-    deadline = time.monotonic() + timeout
+def _wait_for(run: Run, deadline: float) -> Run:
     while time.monotonic() < deadline:
         run.refresh_from_db()
         if run.status in FINISHED:
             return run
         time.sleep(0.2)
-    raise CommandError(f"run #{run.pk} still {run.status} after {timeout:g}s", returncode=1)
+    raise CommandError(f"run #{run.pk} still {run.status}; stopped waiting", returncode=1)
+
+
+def _retry_of(run: Run) -> Run | None:
+    """The attempt queued after `run`: written in the same transaction as its outcome."""
+    return Run.objects.filter(parent=run, reason="retry").first()
 
 
 def _run_line(run: Run) -> str:
