@@ -33,6 +33,9 @@ DEFAULTS: dict[str, Any] = {
     "SILLO_RUNS_PER_SCHEDULE": 1000,
     "SILLO_RESULT_MAX_CHARS": 10_000,
     "SILLO_HEALTH_ERROR_RATE": 0.5,
+    # `schedules stats`: the oldest due run waiting longer than these is DEGRADED, STALLED.
+    "SILLO_BACKLOG_DEGRADED": 60.0,
+    "SILLO_BACKLOG_STALLED": 300.0,
     "SILLO_HEALTH_WINDOW": 3600.0,
     "SILLO_METRICS_WINDOW": 300.0,
     "SILLO_MIDDLEWARE": [

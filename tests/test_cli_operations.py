@@ -161,3 +161,33 @@ def test_drop_queued_cancels_every_queued_run_of_the_schedule_only() -> None:
     assert set(Run.objects.filter(schedule_code="mine").values_list("status", flat=True)) == {
         RunStatus.CANCELLED
     }
+
+
+def test_stats_counts_jobs_and_says_how_the_backlog_is() -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from schedules.models import SchedulerInstance
+
+    make_schedule("a", "test.echo", every(60))
+    paused = make_schedule("b", "test.echo", every(60))
+    paused.status = "paused"
+    paused.save()
+    data = json.loads(cli("stats", "--json"))
+    assert data["jobs"] == {"total": 2, "active": 1, "paused": 1, "cancelled": 0, "completed": 0}
+    assert data["queue"] == {
+        "queued": 0,
+        "due": 0,
+        "oldest_due_age_seconds": 0.0,
+        "backlog": "HEALTHY",
+    }
+    SchedulerInstance.objects.create(id="s", host="h", pid=1, heartbeat_at=timezone.now())
+    Run.objects.create(
+        schedule=paused, schedule_code="b", task_name="test.echo", reason="manual",
+        not_before=timezone.now() - timedelta(seconds=90),
+    )  # fmt: skip
+    assert json.loads(cli("stats", "--json"))["queue"]["backlog"] == "DEGRADED"
+    SchedulerInstance.objects.all().delete()
+    assert json.loads(cli("stats", "--json"))["queue"]["backlog"] == "STALLED"
+    assert "queue     1 queued, 1 due" in cli("stats")

@@ -22,7 +22,7 @@ from schedules.models import FINISHED, Run, Schedule, SchedulerInstance, Schedul
 from schedules.presenters import run_data, schedule_data
 from schedules.registry import registry
 from schedules.scheduler import process
-from schedules.selectors import LIST_FLAGS
+from schedules.selectors import LIST_FLAGS, scheduler_stats
 from schedules.timing import (
     Cron,
     InvalidTrigger,
@@ -89,6 +89,9 @@ class Command(BaseCommand):
         drop = action("drop-queued", "cancel every queued run of a schedule")
         drop.add_argument("code")
         drop.add_argument("--json", action="store_true")
+
+        stats = action("stats", "scheduler and queue stats, and the backlog state")
+        stats.add_argument("--json", action="store_true")
 
         runs = action("runs", "recent runs, newest first")
         runs.add_argument("code", nargs="?")
@@ -195,6 +198,29 @@ class Command(BaseCommand):
             self.stdout.write(_run_line(run))
         if run.status in FINISHED and run.status != "succeeded":
             raise CommandError(f"run #{run.pk} ended {run.status}", returncode=1)
+
+    def handle_stats(self, *, json: bool, **_) -> None:
+        data = scheduler_stats(now=timezone.now())
+        if json:
+            self.emit(data)
+            return
+        jobs, runs, queue = data["jobs"], data["runs"], data["queue"]
+        self.stdout.write(
+            f"jobs      {jobs['total']} (active {jobs['active']}, paused {jobs['paused']}, "
+            f"completed {jobs['completed']}, cancelled {jobs['cancelled']})"
+        )
+        self.stdout.write(
+            f"runs      {runs['total']}, errors {runs['errors']}, running {runs['running']}"
+        )
+        uptime = data["uptime_seconds"]
+        self.stdout.write(
+            f"schedulers {data['schedulers']} alive"
+            + (f", up {uptime} s" if uptime is not None else "")
+        )
+        self.stdout.write(
+            f"queue     {queue['queued']} queued, {queue['due']} due, oldest due "
+            f"{queue['oldest_due_age_seconds']:g} s: {queue['backlog']}"
+        )
 
     def handle_cancel_run(self, *, run_id: int, json: bool, **_) -> None:
         run = Run.objects.filter(pk=run_id).first()
