@@ -8,6 +8,7 @@ retries, completing a one-shot after its last run) lives in `scheduler/`.
 from __future__ import annotations
 
 import logging
+from dataclasses import asdict
 from datetime import datetime
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -148,10 +149,16 @@ def schedule_create(
     tz: str | None = None,
     source: str = ScheduleSource.OPERATOR,
     now: datetime | None = None,
+    tasks: Registry = registry,
     **options: object,
 ) -> Schedule:
-    """Create an active schedule; raises InvalidTrigger for a bad trigger spec."""
+    """Create an active schedule; raises InvalidTrigger for a bad trigger spec.
+
+    Options not given are the task's declared ones (`@schedules.task(timeout=...)`).
+    """
     parsed = normalize_trigger(trigger, code=code)
+    declaration = tasks.get(task_name)
+    declared = asdict(declaration.options) if declaration is not None else {}
     schedule = Schedule(
         code=code,
         task_name=task_name,
@@ -159,7 +166,7 @@ def schedule_create(
         trigger=parsed.to_spec(),
         tz=tz or display_zone(parsed),
         source=source,
-        **options,
+        **{**declared, **options},
     )
     schedule.next_run_at = _future_fire(parsed, now or timezone.now())
     schedule.full_clean()

@@ -272,7 +272,9 @@ def claim_queued(
     )
     if only is not None:
         queued = queued.filter(pk=only)
-    candidates = queued.order_by("not_before", "pk").values_list("pk", "task_name")[:limit]
+    # By the schedule's priority, then by time: a critical retry jumps the queue.
+    ordered = queued.order_by("-schedule__priority", "not_before", "pk")
+    candidates = ordered.values_list("pk", "task_name")[:limit]
     runs: list[Run] = []
     replaced: list[int] = []
     for run_id, task_name in candidates:

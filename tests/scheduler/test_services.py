@@ -170,3 +170,68 @@ def test_a_schedule_shows_its_crons_zone_unless_told_otherwise() -> None:
     assert make_schedule("a", "test.echo", berlin).tz == "Europe/Berlin"
     assert make_schedule("b", "test.echo", berlin, tz="Asia/Tokyo").tz == "Asia/Tokyo"
     assert make_schedule("c", "test.echo", every(60)).tz == "UTC"
+
+
+def test_a_new_schedule_takes_its_tasks_declared_options_unless_given() -> None:
+    from dataclasses import replace
+
+    from schedules.registry import Registry
+
+    tasks = Registry()
+    tasks.declarations = dict(registry.declarations)
+    declaration = registry.get("test.echo")
+    tasks.declarations["test.echo"] = [
+        replace(declaration, options=replace(declaration.options, timeout=30, max_attempts=3))
+    ]
+    made = services.schedule_create(
+        code="defaults", task_name="test.echo", trigger=every(60), tasks=tasks, now=T0
+    )
+    assert (made.timeout, made.max_attempts) == (30, 3)
+    given = services.schedule_create(
+        code="given", task_name="test.echo", trigger=every(60), tasks=tasks, now=T0,
+        max_attempts=1,
+    )  # fmt: skip
+    assert (given.timeout, given.max_attempts) == (30, 1)
+
+
+def test_named_priorities_are_accepted_beside_integers() -> None:
+    from schedules.choices import priority_value
+
+    assert [priority_value(v) for v in ("low", "normal", "HIGH", "critical", 5, "7")] == [
+        -10, 0, 10, 20, 5, 7,
+    ]  # fmt: skip
+    with pytest.raises(ValueError, match="low, normal, high, critical"):
+        priority_value("urgent")
+
+
+def test_a_past_date_is_refused_at_create_with_the_reason() -> None:
+    with pytest.raises(InvalidTrigger, match="no fire time after now"):
+        make_schedule("past", "test.echo", {"kind": "date", "at": "2020-01-01T00:00:00+00:00"})
+
+
+def test_reactivate_brings_back_a_completed_schedule_only_with_a_future_fire() -> None:
+    later = (T0 + timedelta(days=1)).isoformat()
+    schedule = make_schedule("once", "test.echo", {"kind": "date", "at": later})
+    Schedule.objects.filter(pk=schedule.pk).update(
+        status=ScheduleStatus.COMPLETED, next_run_at=None
+    )
+    revived = services.schedule_reactivate(schedule=schedule, now=T0)
+    assert (revived.status, revived.next_run_at) == (ScheduleStatus.ACTIVE, T0 + timedelta(days=1))
+    Schedule.objects.filter(pk=schedule.pk).update(status=ScheduleStatus.CANCELLED)
+    with pytest.raises(services.InvalidTransition, match="no fire time after now"):
+        services.schedule_reactivate(schedule=schedule, now=T0 + timedelta(days=2))
+    with pytest.raises(services.InvalidTransition, match="cannot resume"):
+        services.schedule_resume(schedule=schedule)
+
+
+def test_cancel_drops_the_queued_runs() -> None:
+    from schedules.models import Run, RunStatus
+
+    schedule = make_schedule("doomed", "test.echo", every(60))
+    Run.objects.create(
+        schedule=schedule, schedule_code="doomed", task_name="test.echo", reason="retry"
+    )
+    services.schedule_cancel(schedule=schedule)
+    (run,) = Run.objects.filter(schedule=schedule)
+    assert run.status == RunStatus.CANCELLED
+    assert "the schedule was cancelled" in run.error

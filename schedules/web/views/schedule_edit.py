@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
@@ -39,7 +41,8 @@ def schedule_create(request: HttpRequest) -> HttpResponse:
         task = registry.get(request.GET.get("task", ""))
         spec = None
         if task is not None:
-            initial = {"task_name": task.name, "code": task.name.replace(".", "-")}
+            # The task's declared options are this schedule's defaults, shown and editable.
+            initial = {"task_name": task.name, "code": task.name, **asdict(task.options)}
             if task.default_trigger is not None:
                 spec = task.default_trigger.to_spec()
         return _page(request, ScheduleForm(initial=initial), node_from_spec(spec))
