@@ -41,8 +41,6 @@ def test_a_day_of_one_second_slots_is_counted_not_walked() -> None:
 
 def test_other_triggers_walk_up_to_the_cap() -> None:
     every_minute = Cron("* * * * *")
-    count, latest = every_minute.slots_between(
-        START, START + timedelta(days=1), keep=2, cap=100
-    )
+    count, latest = every_minute.slots_between(START, START + timedelta(days=1), keep=2, cap=100)
     assert count == 100
     assert latest == [START + timedelta(minutes=98), START + timedelta(minutes=99)]
