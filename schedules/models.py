@@ -164,6 +164,8 @@ class Schedule(models.Model):
 
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # Bumped by every operator edit: a form saved against an older version is refused.
+    version = models.PositiveIntegerField(default=1)
 
     objects = ScheduleQuerySet.as_manager()
 

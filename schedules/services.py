@@ -175,26 +175,58 @@ def schedule_create(
     return schedule
 
 
+class EditConflict(ValueError):
+    """The schedule changed since the operator loaded it; `differences` says how."""
+
+    def __init__(self, message: str, differences: dict[str, tuple]) -> None:
+        super().__init__(message)
+        self.differences = differences
+
+
 def schedule_update(
-    *, schedule: Schedule, trigger: dict | str, now: datetime | None = None, **fields: object
+    *,
+    schedule: Schedule,
+    trigger: dict | str,
+    now: datetime | None = None,
+    expected_version: int | None = None,
+    **fields: object,
 ) -> Schedule:
-    """Save an edited schedule; a changed trigger moves the next slot (from now)."""
+    """Save an operator's edit: only the fields that changed, and only onto the version
+    the operator saw (`expected_version`), so a slot claimed meanwhile is never rewound.
+
+    A changed trigger moves the next slot (from now). Raises EditConflict when the
+    record changed since that version, naming the fields that now differ.
+    """
     parsed = normalize_trigger(trigger, code=schedule.code)
     spec = parsed.to_spec()
-    changed = spec != schedule.trigger
-    for name, value in fields.items():
-        setattr(schedule, name, value)
-    schedule.tz = schedule.tz or display_zone(parsed)
-    schedule.trigger = spec
-    schedule.source = ScheduleSource.OPERATOR
-    if changed:
-        upcoming = _future_fire(parsed, now or timezone.now())
-        if schedule.status == ScheduleStatus.ACTIVE:
-            schedule.next_run_at = upcoming
-    schedule.full_clean()
-    schedule.save()
+    now = now or timezone.now()
+    # Computed before the row is locked: a costly trigger never holds the write lock.
+    upcoming = _future_fire(parsed, now)
+    with transaction.atomic():
+        current = Schedule.objects.select_for_update().get(pk=schedule.pk)
+        wanted = {**fields, "trigger": spec}
+        changes = {name: v for name, v in wanted.items() if getattr(current, name) != v}
+        if expected_version is not None and current.version != expected_version:
+            raise EditConflict(
+                f"'{current.code}' was changed by someone else since you opened it "
+                f"(version {expected_version}, now {current.version}); review and save again",
+                {name: (getattr(current, name), value) for name, value in changes.items()},
+            )
+        if not changes:
+            return current
+        if "trigger" in changes:
+            changes["tz"] = fields.get("tz") or current.tz or display_zone(parsed)
+            if current.status == ScheduleStatus.ACTIVE:
+                changes["next_run_at"] = upcoming
+        for name, value in changes.items():
+            setattr(current, name, value)
+        current.source = ScheduleSource.OPERATOR
+        current.full_clean()
+        current.version += 1
+        update = [*changes, "source", "version", "updated_at"]
+        current.save(update_fields=update)
     wake_schedulers()
-    return schedule
+    return current
 
 
 def _future_fire(trigger: Trigger, now: datetime) -> datetime:

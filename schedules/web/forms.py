@@ -22,6 +22,8 @@ class ScheduleForm(forms.ModelForm):
         help_text="A JSON object: the keyword arguments the task receives.",
     )
     task_name = forms.ChoiceField(choices=())
+    # The version the operator opened: saving onto a newer one is refused (see schedule_update).
+    opened_version = forms.IntegerField(widget=forms.HiddenInput, required=False)
 
     class Meta:
         model = Schedule
@@ -36,6 +38,7 @@ class ScheduleForm(forms.ModelForm):
         self.fields["task_name"].choices = [(n, n) for n in names]
         if self.instance.pk:
             self.fields["code"].disabled = True
+            self.initial.setdefault("opened_version", self.instance.version)
             self.initial["kwargs"] = json.dumps(self.instance.kwargs, indent=2, ensure_ascii=False)
         else:
             self.initial.setdefault("kwargs", "{}")
