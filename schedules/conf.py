@@ -31,6 +31,10 @@ DEFAULTS: dict[str, Any] = {
     "SILLO_MAX_RETRY_DELAY": 3600.0,
     "SILLO_MAX_CATCH_UP": 100,
     "SILLO_RUNS_PER_SCHEDULE": 1000,
+    # Finished runs older than this many days are deleted too (None: kept by count only).
+    "SILLO_RUNS_MAX_AGE_DAYS": None,
+    # Seconds between two bounded rounds of pruning.
+    "SILLO_PRUNE_INTERVAL": 60.0,
     "SILLO_RESULT_MAX_CHARS": 10_000,
     "SILLO_HEALTH_ERROR_RATE": 0.5,
     # `schedules stats`: the oldest due run waiting longer than these is DEGRADED, STALLED.

@@ -35,7 +35,6 @@ from .recorder import OutcomeRecorder
 logger = logging.getLogger(__name__)
 
 MAX_BACKOFF = 30.0
-PRUNE_EVERY = 50  # finished runs of a schedule between two prunes
 # While runs are in flight, how often to look for runs another process ended
 # (an operator's cancel, a replace): a cancel takes effect within this plus the kill grace.
 CANCEL_CHECK_INTERVAL = 0.5
@@ -66,7 +65,7 @@ class Scheduler:
         self._started = False
         self.in_flight: dict[int, asyncio.Task] = {}
         self._last: dict[str, float] = {}  # step -> monotonic time it last ran
-        self._finished_since_prune: dict[int, int] = {}
+        self._prune_cursor = retention.Cursor()
         self.recorder = OutcomeRecorder(db=self.db, clock=self.clock)
         self.hooks = Hooks()
         # Runs are queued for want of a free worker: a finished run wakes the loop.
@@ -190,6 +189,8 @@ class Scheduler:
                 self.hooks.finished(run, final=True)
                 await self._publish(run)
         await self._notice_cancelled()
+        if self._due("prune", setting("SILLO_PRUNE_INTERVAL"), now):
+            await self._prune(now)
         if self._due("sync", setting("SILLO_RESYNC_INTERVAL"), now):
             await self.db(services.sync_code_defaults, tasks=self.tasks, now=now)
             for name in sorted(self.tasks.duplicate_names()):
@@ -359,24 +360,19 @@ class Scheduler:
         if retry is not None:
             await self._publish(retry)
             self.wake()  # the sleep is recomputed: the retry starts at its time
-        await self._maybe_prune(finished.schedule_id)
 
-    async def _maybe_prune(self, schedule_id: int | None) -> None:
-        if schedule_id is None:
-            return
-        count = self._finished_since_prune.get(schedule_id, 0) + 1
-        if count < PRUNE_EVERY:
-            self._finished_since_prune[schedule_id] = count
-            return
-        self._finished_since_prune[schedule_id] = 0
+    async def _prune(self, now: datetime) -> None:
+        """A bounded round of retention (every kind of run), on its own timer."""
         try:
             await self.db(
-                retention.prune_runs,
-                schedule_id=schedule_id,
+                retention.prune_pass,
                 keep=setting("SILLO_RUNS_PER_SCHEDULE"),
+                max_age_days=setting("SILLO_RUNS_MAX_AGE_DAYS"),
+                now=now,
+                cursor=self._prune_cursor,
             )
         except Exception:
-            logger.exception("pruning runs of schedule %s failed", schedule_id)
+            logger.exception("pruning runs failed; trying again at the next round")
 
     async def _publish(self, run: Run) -> None:
         await publish_run(run)

@@ -354,15 +354,61 @@ def test_retention_keeps_the_newest_runs(db) -> None:
 
 
 async def test_finished_runs_are_pruned_as_part_of_normal_work(scheduler, clock, settings) -> None:
-    from schedules.scheduler import engine
-
     settings.SILLO_RUNS_PER_SCHEDULE = 3
+    settings.SILLO_PRUNE_INTERVAL = 10
     await create("pruned", "test.echo", every(1))
-    for _ in range(engine.PRUNE_EVERY):
+    for _ in range(12):
         clock.advance(1)
         await scheduler.run_pass()
         await scheduler.wait_idle()
-    assert len(await runs_of("pruned")) == 3
+    clock.advance(10)
+    await scheduler.run_pass()  # the prune timer came round, before this pass's claims
+    await scheduler.wait_idle()
+    assert len(await runs_of("pruned")) == 4  # 3 kept, and the one this pass made
+
+
+def test_retention_covers_skipped_runs_deleted_schedules_and_age(db) -> None:
+    from tests.factories import make_schedule
+
+    hung = make_schedule("hung", "test.echo", every(60))
+    gone = make_schedule("gone", "test.echo", every(60))
+
+    def runs(schedule, n, status, start=T0):
+        for i in range(n):
+            Run.objects.create(
+                schedule=schedule, schedule_code=schedule.code, task_name="test.echo",
+                reason=RunReason.SCHEDULED, slot=start + timedelta(minutes=i), status=status,
+                queued_at=start + timedelta(minutes=i),
+            )  # fmt: skip
+
+    runs(hung, 10, RunStatus.SKIPPED)  # a hung task's schedule piles up skipped rows
+    runs(gone, 10, RunStatus.SUCCEEDED)
+    gone.delete()  # its runs stay, with their code
+    cursor = retention.Cursor()
+    deleted = retention.prune_pass(keep=4, max_age_days=None, now=T0, cursor=cursor)
+    assert deleted == 12
+    assert Run.objects.filter(schedule_code="hung").count() == 4
+    assert Run.objects.filter(schedule_code="gone").count() == 4
+    # With an age limit, old finished runs go whatever their count.
+    later = T0 + timedelta(days=40)
+    assert retention.prune_pass(keep=4, max_age_days=30, now=later, cursor=cursor) == 8
+    assert Run.objects.count() == 0
+
+
+def test_a_pruning_pass_is_bounded_by_its_budget(db) -> None:
+    from tests.factories import make_schedule
+
+    chatty = make_schedule("chatty", "test.echo", every(60))
+    Run.objects.bulk_create(
+        Run(schedule=chatty, schedule_code="chatty", task_name="test.echo", reason="manual",
+            status=RunStatus.SUCCEEDED, queued_at=T0 + timedelta(seconds=i))
+        for i in range(50)
+    )  # fmt: skip
+    cursor = retention.Cursor()
+    assert retention.prune_pass(keep=5, max_age_days=None, now=T0, cursor=cursor, budget=20) == 20
+    assert retention.prune_pass(keep=5, max_age_days=None, now=T0, cursor=cursor, budget=20) == 20
+    assert retention.prune_pass(keep=5, max_age_days=None, now=T0, cursor=cursor, budget=20) == 5
+    assert Run.objects.count() == 5
 
 
 def test_the_fake_clock_only_moves_when_told() -> None:
