@@ -358,3 +358,26 @@ class SchedulerInstance(models.Model):
 
     def __str__(self) -> str:
         return f"{self.host}:{self.pid}"
+
+
+class AuditEvent(models.Model):
+    """An operator's action on a schedule: who, from where, when, and what changed."""
+
+    schedule = models.ForeignKey(
+        Schedule, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_events"
+    )
+    schedule_code = models.CharField(max_length=200)  # kept when the schedule is deleted
+    action = models.CharField(max_length=32)
+    actor = models.CharField(max_length=200, blank=True)
+    via = models.CharField(max_length=16)
+    at = models.DateTimeField(default=timezone.now, db_index=True)
+    # Edits: field -> [before, after].
+    changes = models.JSONField(default=dict, blank=True)
+    detail = models.CharField(max_length=500, blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [models.Index(fields=["schedule", "-at"], name="audit_schedule_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.schedule_code} {self.action} by {self.actor or '?'}"

@@ -15,7 +15,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from . import defaults
+from . import audit, defaults
 from .models import Run, RunReason, RunStatus, Schedule, ScheduleSource, ScheduleStatus
 from .registry import Registry, registry
 from .scheduler import dispatch
@@ -58,7 +58,12 @@ class CancelRefused(ValueError):
     """A run that cannot be cancelled (it already ended)."""
 
 
-def _transition(*, schedule: Schedule, verb: str, now: datetime | None = None) -> Schedule:
+Actor = AbstractBaseUser | str | None  # a user, "cli:<os user>", or None (the code itself)
+
+
+def _transition(
+    *, schedule: Schedule, verb: str, by: Actor = None, via: str = "", now: datetime | None = None
+) -> Schedule:
     sources, to = TRANSITIONS[verb]
     now = now or timezone.now()
     # Computed before the row is locked: a costly trigger never holds the write lock.
@@ -88,34 +93,39 @@ def _transition(*, schedule: Schedule, verb: str, now: datetime | None = None) -
                 finished_at=now,
                 error="dropped from the queue: the schedule was cancelled",
             )
+        audit.record(verb, schedule=current, by=by, via=via)
     if current.status == ScheduleStatus.ACTIVE:
         wake_schedulers()
     return current
 
 
-def schedule_pause(*, schedule: Schedule) -> Schedule:
+def schedule_pause(*, schedule: Schedule, by: Actor = None, via: str = "") -> Schedule:
     """Stop firing; queued retries and catch-ups wait until it is resumed."""
-    return _transition(schedule=schedule, verb="pause")
+    return _transition(schedule=schedule, verb="pause", by=by, via=via)
 
 
-def schedule_resume(*, schedule: Schedule, now: datetime | None = None) -> Schedule:
+def schedule_resume(
+    *, schedule: Schedule, by: Actor = None, via: str = "", now: datetime | None = None
+) -> Schedule:
     """Back to active; the next slot is computed from now, missed slots are not run."""
-    return _transition(schedule=schedule, verb="resume", now=now)
+    return _transition(schedule=schedule, verb="resume", by=by, via=via, now=now)
 
 
-def schedule_cancel(*, schedule: Schedule) -> Schedule:
+def schedule_cancel(*, schedule: Schedule, by: Actor = None, via: str = "") -> Schedule:
     """Stop for good (until reactivated); its queued runs are dropped."""
-    return _transition(schedule=schedule, verb="cancel")
+    return _transition(schedule=schedule, verb="cancel", by=by, via=via)
 
 
 def schedule_complete(*, schedule: Schedule) -> Schedule:
     return _transition(schedule=schedule, verb="complete")
 
 
-def schedule_reactivate(*, schedule: Schedule, now: datetime | None = None) -> Schedule:
+def schedule_reactivate(
+    *, schedule: Schedule, by: Actor = None, via: str = "", now: datetime | None = None
+) -> Schedule:
     """A completed or cancelled schedule becomes active again, if its trigger has a future
     fire time (edit a past date first)."""
-    return _transition(schedule=schedule, verb="reactivate", now=now)
+    return _transition(schedule=schedule, verb="reactivate", by=by, via=via, now=now)
 
 
 def next_slot(schedule: Schedule, *, after: datetime) -> datetime | None:
@@ -150,6 +160,8 @@ def schedule_create(
     source: str = ScheduleSource.OPERATOR,
     now: datetime | None = None,
     tasks: Registry = registry,
+    by: Actor = None,
+    via: str = "",
     **options: object,
 ) -> Schedule:
     """Create an active schedule; raises InvalidTrigger for a bad trigger spec.
@@ -170,7 +182,9 @@ def schedule_create(
     )
     schedule.next_run_at = _future_fire(parsed, now or timezone.now())
     schedule.full_clean()
-    schedule.save()
+    with transaction.atomic():
+        schedule.save()
+        audit.record("create", schedule=schedule, by=by, via=via)
     wake_schedulers()
     return schedule
 
@@ -189,6 +203,8 @@ def schedule_update(
     trigger: dict | str,
     now: datetime | None = None,
     expected_version: int | None = None,
+    by: Actor = None,
+    via: str = "",
     **fields: object,
 ) -> Schedule:
     """Save an operator's edit: only the fields that changed, and only onto the version
@@ -218,6 +234,7 @@ def schedule_update(
             changes["tz"] = fields.get("tz") or current.tz or display_zone(parsed)
             if current.status == ScheduleStatus.ACTIVE:
                 changes["next_run_at"] = upcoming
+        before = {name: getattr(current, name) for name in changes}
         for name, value in changes.items():
             setattr(current, name, value)
         current.source = ScheduleSource.OPERATOR
@@ -225,6 +242,8 @@ def schedule_update(
         current.version += 1
         update = [*changes, "source", "version", "updated_at"]
         current.save(update_fields=update)
+        diff = {name: [_plain(before[name]), _plain(value)] for name, value in changes.items()}
+        audit.record("edit", schedule=current, by=by, via=via, changes=diff)
     wake_schedulers()
     return current
 
@@ -240,9 +259,16 @@ def _future_fire(trigger: Trigger, now: datetime) -> datetime:
     return upcoming
 
 
-def schedule_delete(*, schedule: Schedule) -> None:
-    """Delete a schedule; its runs stay in the log (with code and task name)."""
-    schedule.delete()
+def _plain(value: object) -> object:
+    """A value as the audit's JSON keeps it."""
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
+def schedule_delete(*, schedule: Schedule, by: Actor = None, via: str = "") -> None:
+    """Delete a schedule; its runs and audit events stay (with its code)."""
+    with transaction.atomic():
+        audit.record("delete", schedule=None, code=schedule.code, by=by, via=via)
+        schedule.delete()
 
 
 def sync_code_defaults(*, tasks: Registry = registry, now: datetime | None = None) -> list[str]:
@@ -250,16 +276,20 @@ def sync_code_defaults(*, tasks: Registry = registry, now: datetime | None = Non
     return defaults.sync_code_defaults(tasks=tasks, now=now)
 
 
-def schedule_reset_to_default(*, schedule: Schedule, tasks: Registry = registry) -> Schedule:
+def schedule_reset_to_default(
+    *, schedule: Schedule, tasks: Registry = registry, by: Actor = None, via: str = ""
+) -> Schedule:
     """Put the code's trigger and options back on a task's code-default record."""
     try:
-        return defaults.reset_to_default(schedule=schedule, tasks=tasks)
+        reset = defaults.reset_to_default(schedule=schedule, tasks=tasks)
     except defaults.NoCodeDefault as exc:
         raise RunRefused(str(exc)) from None
+    audit.record("reset", schedule=reset, by=by, via=via)
+    return reset
 
 
 def schedule_run_now(
-    *, schedule: Schedule, by: AbstractBaseUser | None = None, tasks: Registry = registry
+    *, schedule: Schedule, by: Actor = None, via: str = "", tasks: Registry = registry
 ) -> Run:
     """Queue a manual run and wake a scheduler; refused for orphans and duplicates."""
     refusal = tasks.refusal(schedule.task_name)
@@ -277,30 +307,22 @@ def schedule_run_now(
             dispatch=schedule.dispatch,
             queued_at=now,
             not_before=now,
-            requested_by=by if by is not None and by.is_authenticated else None,
+            requested_by=by if isinstance(by, AbstractBaseUser) and by.is_authenticated else None,
         )
         dispatch.enqueue(run)
+        audit.record("run_now", schedule=schedule, by=by, via=via, detail=f"run #{run.pk}")
     wake_schedulers()
     return run
 
 
-def actor(by: AbstractBaseUser | str | None) -> str:
-    """Who did something, as records keep it: a user name, "cli:<os user>", or ""."""
-    if by is None:
-        return ""
-    if isinstance(by, str):
-        return by
-    return by.get_username() if by.is_authenticated else ""
-
-
-def run_cancel(*, run: Run, by: AbstractBaseUser | str | None) -> Run:
+def run_cancel(*, run: Run, by: Actor, via: str = "") -> Run:
     """Stop a queued or running run; refused for a run that already ended.
 
     A queued run is cancelled at once. A running one is recorded cancelled
     now, and the scheduler that owns it stops it for real (terminates its
     worker process) when it notices, within about a second.
     """
-    who = actor(by)
+    who = audit.actor(by)
     with transaction.atomic():
         current = Run.objects.select_for_update().get(pk=run.pk)
         if current.status not in (RunStatus.QUEUED, RunStatus.RUNNING):
@@ -310,20 +332,28 @@ def run_cancel(*, run: Run, by: AbstractBaseUser | str | None) -> Run:
         current.error = f"cancelled by {who or 'an operator'}"
         current.cancelled_by = who
         current.save(update_fields=["status", "finished_at", "error", "cancelled_by"])
+        schedule = Schedule.objects.filter(pk=current.schedule_id).first()
+        audit.record(
+            "cancel_run", schedule=schedule, code=current.schedule_code, by=by, via=via,
+            detail=f"run #{current.pk}",
+        )  # fmt: skip
     wake_schedulers()
     return current
 
 
-def schedule_drop_queued(*, schedule: Schedule, by: AbstractBaseUser | str | None) -> int:
+def schedule_drop_queued(*, schedule: Schedule, by: Actor, via: str = "") -> int:
     """Cancel every queued run of a schedule (retries, catch-ups, manual runs); how many."""
-    who = actor(by)
-    return (
-        Run.objects.queued()
-        .filter(schedule=schedule)
-        .update(
-            status=RunStatus.CANCELLED,
-            finished_at=timezone.now(),
-            error=f"dropped from the queue by {who or 'an operator'}",
-            cancelled_by=who,
+    who = audit.actor(by)
+    with transaction.atomic():
+        dropped = (
+            Run.objects.queued()
+            .filter(schedule=schedule)
+            .update(
+                status=RunStatus.CANCELLED,
+                finished_at=timezone.now(),
+                error=f"dropped from the queue by {who or 'an operator'}",
+                cancelled_by=who,
+            )
         )
-    )
+        audit.record("drop_queued", schedule=schedule, by=by, via=via, detail=f"{dropped} run(s)")
+    return dropped

@@ -103,3 +103,43 @@ def test_runs_waiting_for_a_worker_are_announced(client, viewer, schedule) -> No
     queued_run(schedule, not_before=now)  # just queued: not waiting yet
     client.force_login(viewer)
     assert "1 run(s) waiting for a worker" in client.get("/").content.decode()
+
+
+def test_who_did_what_is_recorded_from_each_channel(client, operator, editor, schedule) -> None:
+    from io import StringIO
+
+    from django.contrib.auth.models import User
+    from django.core.management import call_command
+
+    from schedules.models import AuditEvent
+
+    client.force_login(operator)
+    client.post(f"/schedules/{schedule.pk}/pause/")
+    call_command("schedules", "resume", schedule.code, stdout=StringIO())
+    owner = User.objects.create_superuser("boss", password="a-long-test-password")
+    client.force_login(owner)
+    client.post(
+        "/admin/schedules/schedule/",
+        {"action": "pause", "_selected_action": [schedule.pk]},
+    )
+    events = list(
+        AuditEvent.objects.exclude(action="create")
+        .order_by("pk")
+        .values_list("action", "actor", "via")
+    )
+    assert events[0] == ("pause", "operator", "dashboard")
+    assert events[1][0] == "resume" and events[1][1].startswith("cli") and events[1][2] == "cli"
+    assert events[2] == ("pause", "boss", "admin")
+    html = client.get(f"/schedules/{schedule.pk}/").content.decode()
+    assert "boss" in html and "admin" in html
+
+
+def test_an_edit_records_the_fields_before_and_after(editor, schedule) -> None:
+    from schedules import services
+    from schedules.models import AuditEvent
+
+    services.schedule_update(schedule=schedule, trigger=schedule.trigger, max_attempts=4, by=editor)
+    (event,) = AuditEvent.objects.filter(action="edit")
+    assert (event.actor, event.via, event.changes) == (
+        "editor", "dashboard", {"max_attempts": [1, 4]},
+    )  # fmt: skip

@@ -160,16 +160,16 @@ class Command(BaseCommand):
             self.stdout.write(f"{key:18} {value}")
 
     def handle_pause(self, *, code: str, json: bool, **_) -> None:
-        self._changed(services.schedule_pause(schedule=_schedule(code)), json)
+        self._changed(services.schedule_pause(schedule=_schedule(code), by=_os_user()), json)
 
     def handle_resume(self, *, code: str, json: bool, **_) -> None:
-        self._changed(services.schedule_resume(schedule=_schedule(code)), json)
+        self._changed(services.schedule_resume(schedule=_schedule(code), by=_os_user()), json)
 
     def handle_reactivate(self, *, code: str, json: bool, **_) -> None:
-        self._changed(services.schedule_reactivate(schedule=_schedule(code)), json)
+        self._changed(services.schedule_reactivate(schedule=_schedule(code), by=_os_user()), json)
 
     def handle_cancel(self, *, code: str, json: bool, **_) -> None:
-        self._changed(services.schedule_cancel(schedule=_schedule(code)), json)
+        self._changed(services.schedule_cancel(schedule=_schedule(code), by=_os_user()), json)
 
     def _changed(self, schedule: Schedule, json: bool) -> None:
         if json:
@@ -180,7 +180,7 @@ class Command(BaseCommand):
     def handle_run(
         self, *, code: str, wait: bool, inline: bool, timeout: float, json: bool, **_
     ) -> None:
-        run = services.schedule_run_now(schedule=_schedule(code))
+        run = services.schedule_run_now(schedule=_schedule(code), by=_os_user())
         if inline:
             asyncio.run(process.run_inline(run.pk))
             run.refresh_from_db()

@@ -36,7 +36,7 @@ def schedule_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
     perm, operation = ACTIONS[action]
     schedule = access.schedule_for(request, pk, perm)
     try:
-        schedule = operation(schedule=schedule)
+        schedule = operation(schedule=schedule, by=request.user)
     except (services.InvalidTransition, services.RunRefused) as exc:
         if not request.htmx:
             messages.error(request, str(exc))
@@ -52,7 +52,7 @@ def schedule_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
 @require_POST
 def schedule_delete(request: HttpRequest, pk: int) -> HttpResponse:
     schedule = access.schedule_for(request, pk, access.DELETE)
-    services.schedule_delete(schedule=schedule)
+    services.schedule_delete(schedule=schedule, by=request.user)
     if request.htmx:
         return HttpResponse("")  # the row disappears
     messages.success(request, f"Deleted {schedule.code}.")
@@ -99,7 +99,7 @@ def bulk_action(request: HttpRequest) -> HttpResponse:
             if action == "run":
                 services.schedule_run_now(schedule=schedule, by=request.user)
             else:
-                ACTIONS[action][1](schedule=schedule)
+                ACTIONS[action][1](schedule=schedule, by=request.user)
             done += 1
         except (services.InvalidTransition, services.RunRefused) as exc:
             refused.append(str(exc))

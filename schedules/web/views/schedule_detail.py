@@ -49,6 +49,7 @@ def schedule_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "bars": bars,
         "timeout_text": timeout_text,
         "queued_count": Run.objects.queued().filter(schedule=schedule).count(),
+        "changes": list(schedule.audit_events.order_by("-at", "-pk")[:10]),
         "longest": longest,
         "chart_width": WIDTH,
         "chart_height": HEIGHT,

@@ -52,7 +52,7 @@ def schedule_create(request: HttpRequest) -> HttpResponse:
     if form.is_valid() and spec is not None:
         data = {k: v for k, v in form.cleaned_data.items() if k != "opened_version"}
         try:
-            schedule = services.schedule_create(trigger=spec, **data)
+            schedule = services.schedule_create(trigger=spec, by=request.user, **data)
         except InvalidTrigger as exc:
             node.error = str(exc)
         else:
@@ -78,6 +78,7 @@ def schedule_edit(request: HttpRequest, pk: int) -> HttpResponse:
                 schedule=schedule,
                 trigger=spec,
                 expected_version=form.cleaned_data.get("opened_version"),
+                by=request.user,
                 **fields,
             )
         except InvalidTrigger as exc:
