@@ -10,6 +10,7 @@ from django.template.response import TemplateResponse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from ...defaults import differences
 from ...models import Run
 from .. import access
 from ..charts import HEIGHT, WIDTH, duration_bars
@@ -50,6 +51,8 @@ def schedule_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "timeout_text": timeout_text,
         "queued_count": Run.objects.queued().filter(schedule=schedule).count(),
         "changes": list(schedule.audit_events.order_by("-at", "-pk")[:10]),
+        # An operator-edited code default: how it differs from what the code declares.
+        "code_differences": differences(schedule) if schedule.source == "operator" else {},
         "longest": longest,
         "chart_width": WIDTH,
         "chart_height": HEIGHT,
