@@ -100,6 +100,8 @@ class Scheduler:
     async def start(self) -> None:
         if self._started:
             return
+        # Workers first: the instance is registered (and counts as up) once it can run work.
+        await self.executor.start()
         now = self.clock.now()
         await self.db(
             instances.register_instance,
@@ -110,7 +112,6 @@ class Scheduler:
             kind=self.kind,
         )
         self._last["heartbeat"] = self.clock.monotonic()
-        await self.executor.start()
         self._started = True
         hints.register(self)
         logger.info("scheduler %s started on %s pid %s", self.instance_id, self.host, os.getpid())
@@ -209,6 +210,9 @@ class Scheduler:
                 local_in_flight=self._local_in_flight(),
                 slots=slots,
             )
+            # Set before anything is launched: a run that finishes while this pass
+            # still awaits the database must wake the loop for the runs left queued.
+            self._waiting_for_worker = slots.free == 0
             # Due runs start before the queue is read: their slot is now.
             await self._cancel_local(replaced, "replaced by a newer run")
             for run in runs:
@@ -222,10 +226,10 @@ class Scheduler:
                 local_in_flight=self._local_in_flight(),
                 slots=slots,
             )
+            self._waiting_for_worker = slots.free == 0
             await self._cancel_local(replaced, "replaced by a newer run")
             for run in queued:
                 await self._launch_or_report(run)
-            self._waiting_for_worker = slots.free == 0
         if self.executor.pool is not None:
             self.executor.pool.trim()
         return await self._sleep_after_pass()

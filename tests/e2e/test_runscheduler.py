@@ -123,6 +123,7 @@ def test_two_schedulers_on_one_sqlite_database_never_run_a_slot_twice(site) -> N
     )
     processes = [site.start(), site.start()]
     time.sleep(6)
+    stopping = datetime.now(UTC)
     for process in processes:
         assert site.stop(process) == 0
     duplicates = site.query(
@@ -139,10 +140,13 @@ def test_two_schedulers_on_one_sqlite_database_never_run_a_slot_twice(site) -> N
     # Once both are up (slots that passed during start-up run late and may
     # overlap the next), every slot runs, and runs once.
     ((up,),) = site.query("SELECT max(started_at) FROM schedules_schedulerinstance")
+    # Runs of the last second may still wait for a worker when both stop: they stay
+    # queued for the next scheduler, which is not a loss.
     others = site.query(
-        "SELECT status, error, count(*) FROM schedules_run "
-        "WHERE status != 'succeeded' AND slot > ? GROUP BY status, error",
+        "SELECT status, error, count(*) FROM schedules_run WHERE status != 'succeeded' "
+        "AND slot > ? AND NOT (status = 'queued' AND slot >= ?) GROUP BY status, error",
         (parse(up) + timedelta(seconds=2)).strftime("%Y-%m-%d %H:%M:%S"),
+        (stopping - timedelta(seconds=1.5)).strftime("%Y-%m-%d %H:%M:%S"),
     )
     assert others == [], others
 
