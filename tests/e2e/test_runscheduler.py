@@ -196,6 +196,7 @@ def test_run_wait_follows_the_retries_to_the_final_outcome(site) -> None:
         "flaky", "test.fail", {"kind": "interval", "every": 3600}, max_attempts=3, retry_delay=0.2
     )
     process = site.start()
+    site.wait_for("SELECT 1 FROM schedules_schedulerinstance WHERE stopped_at IS NULL")
     result = subprocess.run(
         [sys.executable, str(ROOT / "manage.py"), "schedules", "run", "flaky", "--wait"],
         env=site.env, capture_output=True, text=True, timeout=60,
