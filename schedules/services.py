@@ -18,7 +18,8 @@ from django.utils import timezone
 from .models import Run, RunReason, RunStatus, Schedule, ScheduleSource, ScheduleStatus
 from .registry import Registry, TaskDeclaration, registry
 from .scheduler import dispatch
-from .timing import InvalidTrigger, Trigger, trigger_from_spec
+from .timing import InvalidTrigger, Trigger
+from .validation import InvalidKwargs, check_kwargs, parse_trigger, signature_problem
 from .wake import wake_schedulers
 
 logger = logging.getLogger(__name__)
@@ -51,6 +52,12 @@ class RunRefused(ValueError):
 
 
 def _transition(*, schedule: Schedule, to: str, now: datetime | None = None) -> Schedule:
+    # The next slot is computed before the transaction: a search never runs while
+    # the database's write lock is held (SQLite's would stall every scheduler).
+    upcoming = None
+    if to == ScheduleStatus.ACTIVE:
+        fresh = Schedule.objects.filter(pk=schedule.pk).first() or schedule
+        upcoming = next_slot(fresh, after=now or timezone.now())
     with transaction.atomic():
         current = Schedule.objects.select_for_update().get(pk=schedule.pk)
         if to not in TRANSITIONS[current.status]:
@@ -60,7 +67,7 @@ def _transition(*, schedule: Schedule, to: str, now: datetime | None = None) -> 
         current.status = to
         fields = ["status", "updated_at"]
         if to == ScheduleStatus.ACTIVE:
-            current.next_run_at = next_slot(current, after=now or timezone.now())
+            current.next_run_at = upcoming
             fields.append("next_run_at")
         elif to in (ScheduleStatus.CANCELLED, ScheduleStatus.COMPLETED):
             current.next_run_at = None
@@ -92,7 +99,7 @@ def next_slot(schedule: Schedule, *, after: datetime) -> datetime | None:
     """The schedule's first slot after `after`, or None if its trigger is exhausted/invalid."""
     try:
         return schedule.get_trigger().next_fire(after)
-    except InvalidTrigger:
+    except (InvalidTrigger, OverflowError, ValueError):
         return None
 
 
@@ -102,9 +109,21 @@ def display_zone(trigger: Trigger) -> str:
 
 
 def normalize_trigger(spec: dict | str, *, code: str) -> Trigger:
-    """Parse a spec; intervals without a seed (at any depth) are seeded with the code."""
-    trigger = trigger_from_spec(spec)
-    return trigger_from_spec(_seeded(trigger.to_spec(), code))
+    """Parse a spec through the validation gate; intervals without a seed (at any depth)
+    are seeded with the code."""
+    trigger = parse_trigger(spec)
+    return parse_trigger(_seeded(trigger.to_spec(), code))
+
+
+def checked_kwargs(kwargs: object, task_name: str, tasks: Registry = registry) -> dict:
+    """Kwargs that follow the rules and fit the task's signature; InvalidKwargs otherwise."""
+    value = check_kwargs({} if kwargs is None else kwargs)
+    declaration = tasks.get(task_name)
+    if declaration is not None:
+        problem = signature_problem(declaration.func, value)
+        if problem:
+            raise InvalidKwargs(f"{problem} (does not fit {task_name})")
+    return value
 
 
 def _seeded(spec: dict, code: str) -> dict:
@@ -126,12 +145,13 @@ def schedule_create(
     now: datetime | None = None,
     **options: object,
 ) -> Schedule:
-    """Create an active schedule; raises InvalidTrigger for a bad trigger spec."""
+    """Create an active schedule; raises InvalidTrigger for a bad trigger spec and
+    InvalidKwargs for kwargs that break the rules or do not fit the task."""
     parsed = normalize_trigger(trigger, code=code)
     schedule = Schedule(
         code=code,
         task_name=task_name,
-        kwargs=kwargs or {},
+        kwargs=checked_kwargs(kwargs, task_name),
         trigger=parsed.to_spec(),
         tz=tz or display_zone(parsed),
         source=source,
@@ -147,15 +167,23 @@ def schedule_create(
 def schedule_update(
     *, schedule: Schedule, trigger: dict | str, now: datetime | None = None, **fields: object
 ) -> Schedule:
-    """Save an edited schedule; a changed trigger moves the next slot (from now)."""
+    """Save an edited schedule; a changed trigger moves the next slot (from now).
+
+    The trigger is compared with the stored one (a form may already have set
+    the instance's fields); a schedule the scheduler parked as invalid gets a
+    fresh slot and loses its flag.
+    """
     parsed = normalize_trigger(trigger, code=schedule.code)
     spec = parsed.to_spec()
-    changed = spec != schedule.trigger
+    stored = Schedule.objects.filter(pk=schedule.pk).values_list("trigger", flat=True).first()
+    changed = spec != stored or bool(schedule.invalid_reason)
     for name, value in fields.items():
         setattr(schedule, name, value)
+    schedule.kwargs = checked_kwargs(schedule.kwargs, schedule.task_name)
     schedule.tz = schedule.tz or display_zone(parsed)
     schedule.trigger = spec
     schedule.source = ScheduleSource.OPERATOR
+    schedule.invalid_reason = ""
     if changed and schedule.status == ScheduleStatus.ACTIVE:
         schedule.next_run_at = parsed.next_fire(now or timezone.now())
     schedule.full_clean()
@@ -191,11 +219,20 @@ def sync_code_defaults(*, tasks: Registry = registry, now: datetime | None = Non
             created.append(declaration.name)
         except IntegrityError:
             pass  # another scheduler created it first
+        except InvalidTrigger as exc:
+            if declaration.name not in _REFUSED_DEFAULTS:
+                _REFUSED_DEFAULTS.add(declaration.name)
+                logger.error("code default of task %s refused: %s", declaration.name, exc)
     return created
 
 
+# Code defaults refused by the gate, so each is logged once per process.
+_REFUSED_DEFAULTS: set[str] = set()
+
+
 def _create_default(declaration: TaskDeclaration, now: datetime) -> Schedule:
-    trigger = declaration.default_trigger
+    # Code defaults pass the same gate (limits included) as every other trigger.
+    trigger = parse_trigger(declaration.default_trigger.to_spec())
     return Schedule.objects.create(
         code=declaration.name,
         task_name=declaration.name,
