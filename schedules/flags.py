@@ -48,7 +48,10 @@ def describe(schedule: Schedule, tasks: Registry = registry) -> tuple[str, list[
     else:
         if schedule.invalid_reason:
             flags.append(
-                Flag("invalid", f"Parked by the scheduler: {schedule.invalid_reason}; fix and save it.")
+                Flag(
+                    "invalid",
+                    f"Parked by the scheduler: {schedule.invalid_reason}; fix and save it.",
+                )
             )
     try:
         problem = kwargs_fit(schedule.task_name, schedule.kwargs, tasks)

@@ -23,6 +23,7 @@ from .choices import (
     ScheduleSource,
     ScheduleStatus,
 )
+from .caps import cap_error, cap_traceback
 from .conf import setting
 from .timing import InvalidTrigger, Limits, Trigger, get_zone, preview_times
 from .validation import StoredJSONDecoder, kwargs_fit, parse_trigger, trigger_limits
@@ -125,7 +126,9 @@ class Schedule(models.Model):
     # reads every schedule of a task instead of the due ones (schedule_due_idx).
     task_name = models.CharField(max_length=200)
     kwargs = models.JSONField(default=dict, blank=True, decoder=StoredJSONDecoder)
-    trigger = models.JSONField(help_text="trigger spec, see docs/timing.md", decoder=StoredJSONDecoder)
+    trigger = models.JSONField(
+        help_text="trigger spec, see docs/timing.md", decoder=StoredJSONDecoder
+    )
     tz = models.CharField("time zone", max_length=64, default="UTC")
     status = models.CharField(
         max_length=16, choices=ScheduleStatus.choices, default=ScheduleStatus.ACTIVE
@@ -328,6 +331,15 @@ class Run(models.Model):
     def latest_at(self) -> datetime:
         """The run's latest event: finished, else started, else queued."""
         return self.finished_at or self.started_at or self.queued_at
+
+    @property
+    def error_text(self) -> str:
+        """The error as pages show it: capped, whenever it was stored."""
+        return cap_error(self.error)
+
+    @property
+    def traceback_text(self) -> str:
+        return cap_traceback(self.traceback)
 
     @property
     def duration_ms(self) -> int | None:

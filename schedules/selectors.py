@@ -18,7 +18,7 @@ from .conf import setting
 from .models import Run, Schedule, SchedulerInstance
 from .registry import Registry, registry
 
-LIST_FLAGS = ("orphan", "duplicate")
+LIST_FLAGS = ("orphan", "duplicate", "invalid", "kwargs")
 
 
 def filtered_schedules(params: Mapping[str, str], tasks: Registry = registry) -> QuerySet[Schedule]:

@@ -5,35 +5,43 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('schedules', '0005_run_finished_index'),
+        ("schedules", "0005_run_finished_index"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='schedule',
-            name='invalid_reason',
+            model_name="schedule",
+            name="invalid_reason",
             field=models.TextField(blank=True),
         ),
         migrations.AlterField(
-            model_name='run',
-            name='kwargs',
-            field=models.JSONField(blank=True, decoder=schedules.validation.StoredJSONDecoder, default=dict),
+            model_name="run",
+            name="kwargs",
+            field=models.JSONField(
+                blank=True, decoder=schedules.validation.StoredJSONDecoder, default=dict
+            ),
         ),
         migrations.AlterField(
-            model_name='run',
-            name='result',
-            field=models.JSONField(blank=True, decoder=schedules.validation.StoredJSONDecoder, null=True),
+            model_name="run",
+            name="result",
+            field=models.JSONField(
+                blank=True, decoder=schedules.validation.StoredJSONDecoder, null=True
+            ),
         ),
         migrations.AlterField(
-            model_name='schedule',
-            name='kwargs',
-            field=models.JSONField(blank=True, decoder=schedules.validation.StoredJSONDecoder, default=dict),
+            model_name="schedule",
+            name="kwargs",
+            field=models.JSONField(
+                blank=True, decoder=schedules.validation.StoredJSONDecoder, default=dict
+            ),
         ),
         migrations.AlterField(
-            model_name='schedule',
-            name='trigger',
-            field=models.JSONField(decoder=schedules.validation.StoredJSONDecoder, help_text='trigger spec, see docs/timing.md'),
+            model_name="schedule",
+            name="trigger",
+            field=models.JSONField(
+                decoder=schedules.validation.StoredJSONDecoder,
+                help_text="trigger spec, see docs/timing.md",
+            ),
         ),
     ]

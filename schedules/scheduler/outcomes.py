@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 
 from django.db import transaction
 
+from ..caps import cap_error, cap_traceback
 from ..choices import ERROR_OUTCOMES
 from ..models import Run, RunReason, RunStatus, Schedule, ScheduleStatus
 from . import dispatch
@@ -46,8 +47,8 @@ def finish_runs(*, items: list[tuple[Run, dict]], now: datetime) -> list[tuple]:
                 continue
             run.status, run.finished_at = outcome["status"], now
             run.error, run.traceback, run.result = (
-                outcome["error"],
-                outcome["traceback"],
+                cap_error(outcome["error"]),
+                cap_traceback(outcome["traceback"]),
                 outcome["result"],
             )
             finished.append(run)

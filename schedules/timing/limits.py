@@ -23,7 +23,7 @@ class Limits:
 
     max_depth: int = 8  # compound levels
     max_children: int = 20  # children of one compound
-    max_nodes: int = 100  # triggers in one spec, compounds included
+    max_nodes: int = 50  # triggers in one spec, compounds included
     max_text: int = 256  # characters of an expression, zone, seed or date
     max_seconds: float = 100 * 366 * 86400  # interval every/jitter (about a century)
     max_spec_bytes: int = 64 * 1024  # a spec given as JSON text

@@ -258,9 +258,7 @@ def _size(trigger: Trigger) -> int:
     return 1
 
 
-def _next_common(
-    children: tuple[Trigger, ...], after: datetime, limits: Limits
-) -> datetime | None:
+def _next_common(children: tuple[Trigger, ...], after: datetime, limits: Limits) -> datetime | None:
     """The earliest instant after `after` at which every child fires; None if a child
     runs out of slots. Raises BudgetExceeded when the search outgrows its budget.
 

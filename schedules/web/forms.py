@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import inspect
-import json
 from zoneinfo import available_timezones
 
 from django import forms
 
 from ..models import Schedule
 from ..registry import OPTION_NAMES, registry
+from ..validation import InvalidKwargs, json_text, kwargs_from_text, signature_problem
 
 ZONES = sorted(available_timezones())
 
@@ -35,7 +34,7 @@ class ScheduleForm(forms.ModelForm):
         self.fields["task_name"].choices = [(n, n) for n in names]
         if self.instance.pk:
             self.fields["code"].disabled = True
-            self.initial["kwargs"] = json.dumps(self.instance.kwargs, indent=2, ensure_ascii=False)
+            self.initial["kwargs"] = json_text(self.instance.kwargs)
         else:
             self.initial.setdefault("kwargs", "{}")
         # Older clients and scripts post no dispatch: the model's default applies.
@@ -56,21 +55,18 @@ class ScheduleForm(forms.ModelForm):
         return self.cleaned_data.get("dispatch") or Schedule._meta.get_field("dispatch").default
 
     def clean_kwargs(self) -> dict:
-        text = self.cleaned_data.get("kwargs") or "{}"
         try:
-            value = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise forms.ValidationError(f"not valid JSON: {exc.msg} (line {exc.lineno})") from None
-        if not isinstance(value, dict):
-            raise forms.ValidationError('must be a JSON object, such as {"region": "eu"}')
-        return value
+            return kwargs_from_text(self.cleaned_data.get("kwargs") or "{}")
+        except InvalidKwargs as exc:
+            raise forms.ValidationError(str(exc).removeprefix("kwargs: ")) from None
 
     def clean(self) -> dict:
         data = super().clean()
         declaration = registry.get(data.get("task_name") or "")
         if declaration is not None and isinstance(data.get("kwargs"), dict):
-            try:
-                inspect.signature(declaration.func).bind(**data["kwargs"])
-            except TypeError as exc:
-                self.add_error("kwargs", f"does not fit {declaration.name}: {exc}")
+            problem = signature_problem(declaration.func, data["kwargs"])
+            if problem:
+                self.add_error(
+                    "kwargs", f"does not fit {declaration.name}: {problem.removeprefix('kwargs: ')}"
+                )
         return data

@@ -23,15 +23,14 @@ from schedules.registry import registry
 from schedules.scheduler import process
 from schedules.selectors import LIST_FLAGS
 from schedules.timing import (
-    Cron,
     InvalidTrigger,
     Trigger,
     get_zone,
     instant_from_text,
     own_zone,
     preview_times,
-    trigger_from_spec,
 )
+from schedules.validation import InvalidKwargs, parse_trigger
 
 
 class Command(BaseCommand):
@@ -89,7 +88,12 @@ class Command(BaseCommand):
     def handle(self, *args: object, **options: object) -> None:
         try:
             getattr(self, f"handle_{options['action']}")(**options)
-        except (InvalidTrigger, services.InvalidTransition, services.RunRefused) as exc:
+        except (
+            InvalidTrigger,
+            InvalidKwargs,
+            services.InvalidTransition,
+            services.RunRefused,
+        ) as exc:
             raise CommandError(str(exc), returncode=2) from None
         except DatabaseError as exc:
             first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -244,6 +248,7 @@ def _trigger(expression: str | None, spec: str | None, tz: str | None) -> Trigge
         raise CommandError(
             "give either a cron expression or --spec, not both or neither", returncode=2
         )
+    # Through the validation gate, with the same limits as the dashboard.
     if spec is not None:
-        return trigger_from_spec(spec)
-    return Cron(expression, tz or "UTC")
+        return parse_trigger(spec)
+    return parse_trigger({"kind": "cron", "expression": expression, "tz": tz or "UTC"})
