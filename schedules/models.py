@@ -13,6 +13,7 @@ from django.db import models
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from .caps import cap_error, cap_traceback
 from .choices import (
     FINISHED,
     Dispatch,
@@ -23,7 +24,6 @@ from .choices import (
     ScheduleSource,
     ScheduleStatus,
 )
-from .caps import cap_error, cap_traceback
 from .conf import setting
 from .timing import InvalidTrigger, Limits, Trigger, get_zone, preview_times
 from .validation import StoredJSONDecoder, kwargs_fit, parse_trigger, trigger_limits
