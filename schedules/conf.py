@@ -35,6 +35,8 @@ DEFAULTS: dict[str, Any] = {
     "SILLO_TRACEBACK_MAX_CHARS": 32_000,
     # The trigger builder refuses requests with more fields than this.
     "SILLO_BUILDER_MAX_FIELDS": 400,
+    # Open websockets re-check their user's session and view permission this often.
+    "SILLO_WS_RECHECK_INTERVAL": 30.0,
     "SILLO_MIDDLEWARE": [
         "schedules.scheduler.pipeline.log_run",
         "schedules.scheduler.pipeline.retry",
