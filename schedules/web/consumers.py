@@ -15,7 +15,6 @@ from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY, get_user_model
 from django.utils.crypto import constant_time_compare
 
 from ..conf import setting
-
 from ..events import ALL_RUNS_GROUP, RunEvent, schedule_group
 from . import fragments
 from .access import VIEW, abilities
