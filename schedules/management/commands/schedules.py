@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import time
 
 from django.core.management.base import BaseCommand, CommandError
@@ -30,7 +29,7 @@ from schedules.timing import (
     own_zone,
     preview_times,
 )
-from schedules.validation import InvalidKwargs, parse_trigger
+from schedules.validation import InvalidKwargs, json_text, parse_trigger
 
 
 class Command(BaseCommand):
@@ -103,7 +102,7 @@ class Command(BaseCommand):
             ) from None
 
     def emit(self, data: object) -> None:
-        self.stdout.write(json.dumps(data, ensure_ascii=False, indent=None))
+        self.stdout.write(json_text(data, indent=None))
 
     # ---------------------------------------------------------------- actions
 

@@ -7,7 +7,7 @@ import math
 from django.conf import settings
 from django.contrib.auth.forms import AuthenticationForm
 from django.http import HttpRequest, HttpResponse
-from django.template.response import TemplateResponse
+from django.shortcuts import render
 
 
 def locked_out(
@@ -26,4 +26,5 @@ def locked_out(
         "locked_out": f"Too many failed login attempts: {wait}.",
         "next": request.GET.get("next", "")[:2000],
     }
-    return TemplateResponse(request, "registration/login.html", context, status=429)
+    # Rendered now: django-axes returns it from its middleware, past the template stage.
+    return render(request, "registration/login.html", context, status=429)
