@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from datetime import datetime
+from datetime import UTC, datetime
 from importlib import import_module
 from urllib.parse import parse_qs
 
@@ -71,10 +71,8 @@ class RunEventsConsumer(AsyncWebsocketConsumer):
         after = 0 if after_text == "0" else parse_id(after_text)
         if self.view == "log" and since and after is not None:
             try:
-                moment = datetime.fromisoformat(since[:64])
-            except ValueError:
-                return
-            if moment.tzinfo is None:
+                moment = datetime.fromisoformat(since[:64]).astimezone(UTC)
+            except (ValueError, OverflowError):  # not a time, or beyond year 1..9999 in UTC
                 return
             missed = await fragments.log_rows_since(since=moment, after=after, schedule_id=schedule)
             for html in missed:
