@@ -178,8 +178,9 @@ def main() -> None:
                 "fields": len(fields),
                 "status": sorted(statuses),
             }
-            print(f"{kind:8} {name:45} {summary(cpu)['median']:7.1f} ms CPU "
-                  f"{max(sizes) / 1024:7.1f} KB {max(steps):6} steps {sorted(statuses)}")  # fmt: skip
+            line = results[f"{kind}: {name}"]
+            print(f"{kind:8} {name:45} {line['cpu_ms']['median']:7.1f} ms CPU "
+                  f"{line['bytes'] / 1024:7.1f} KB {line['steps']:6} steps {line['status']}")  # fmt: skip
     worst_cpu = max(r["cpu_ms"]["median"] for r in results.values())
     worst_bytes = max(r["bytes"] for r in results.values())
     write_results(
