@@ -179,8 +179,9 @@ def main() -> None:
                 "status": sorted(statuses),
             }
             line = results[f"{kind}: {name}"]
-            print(f"{kind:8} {name:45} {line['cpu_ms']['median']:7.1f} ms CPU "
-                  f"{line['bytes'] / 1024:7.1f} KB {line['steps']:6} steps {line['status']}")  # fmt: skip
+            cpu_median, size = line["cpu_ms"]["median"], line["bytes"] / 1024
+            print(f"{kind:8} {name:45} {cpu_median:7.1f} ms CPU {size:7.1f} KB "
+                  f"{line['steps']:6} steps {line['status']}")  # fmt: skip
     worst_cpu = max(r["cpu_ms"]["median"] for r in results.values())
     worst_bytes = max(r["bytes"] for r in results.values())
     write_results(
