@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import admin, messages
+from django.utils import timezone
 
 from . import services
 from .models import Run, Schedule, SchedulerInstance
@@ -66,9 +67,11 @@ class ScheduleAdminForm(forms.ModelForm):
 
     def clean_trigger(self) -> dict:
         try:
-            return parse_trigger(self.cleaned_data["trigger"]).to_spec()
+            trigger = parse_trigger(self.cleaned_data["trigger"])
+            trigger.next_fire(timezone.now())  # within the search budget, or refused here
         except InvalidTrigger as exc:
             raise forms.ValidationError(str(exc)) from None
+        return trigger.to_spec()
 
     def clean_kwargs(self) -> dict:
         try:

@@ -69,6 +69,9 @@ def _transition(*, schedule: Schedule, to: str, now: datetime | None = None) -> 
         if to == ScheduleStatus.ACTIVE:
             current.next_run_at = upcoming
             fields.append("next_run_at")
+            if upcoming is not None and current.invalid_reason:
+                current.invalid_reason = ""  # it plans again: no longer parked
+                fields.append("invalid_reason")
         elif to in (ScheduleStatus.CANCELLED, ScheduleStatus.COMPLETED):
             current.next_run_at = None
             fields.append("next_run_at")

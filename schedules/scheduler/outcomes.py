@@ -62,7 +62,7 @@ def finish_runs(*, items: list[tuple[Run, dict]], now: datetime) -> list[tuple]:
                 retry.requested_by_id = run.requested_by_id
                 retry.dispatch = run.dispatch
                 retries.append(retry)
-            elif schedule is not None and schedule.trigger.get("kind") not in ("interval", "cron"):
+            elif schedule is not None and _kind(schedule.trigger) not in ("interval", "cron"):
                 completing.append(schedule.pk)
             results.append((run, retry))
         fields = ["status", "finished_at", "error", "traceback", "result"]
@@ -77,6 +77,11 @@ def finish_runs(*, items: list[tuple[Run, dict]], now: datetime) -> list[tuple]:
         for retry in retries:
             dispatch.enqueue(retry, run_after=retry.not_before)
     return results
+
+
+def _kind(spec: object) -> object:
+    # A corrupt stored spec (a list, a string) must not break recording a manual run.
+    return spec.get("kind") if isinstance(spec, dict) else None
 
 
 def record_on_schedules(runs: list[Run]) -> None:

@@ -129,3 +129,18 @@ async def test_a_queued_manual_run_whose_kwargs_do_not_fit_fails_at_claim(schedu
     await scheduler.wait_idle()
     runs = await runs_of("unfit")
     assert [(r.status, r.reason) for r in runs] == [(RunStatus.FAILED, "manual")]
+
+
+async def test_a_manual_run_of_a_schedule_with_a_corrupt_trigger_is_recorded(
+    scheduler, clock
+) -> None:
+    from schedules import services
+
+    odd = await create("odd", "test.echo", every(3600))
+    await sync_to_async(corrupt)(odd, "trigger", '["not", "a", "spec"]')
+    run = await sync_to_async(services.schedule_run_now)(schedule=await reload(odd))
+    await sync_to_async(Run.objects.filter(pk=run.pk).update)(not_before=clock.now())
+    await scheduler.run_pass()
+    await scheduler.wait_idle()
+    assert [r.status for r in await runs_of("odd")] == [RunStatus.SUCCEEDED]
+    assert (await reload(odd)).last_outcome == RunStatus.SUCCEEDED

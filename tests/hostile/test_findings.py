@@ -242,6 +242,8 @@ def test_a_lone_surrogate_stored_in_kwargs_no_longer_breaks_its_pages(client) ->
         response = client.get(path)
         assert response.status_code == 200, path
     assert "KWARGS" in client.get("/").content.decode()
+    change = client.get(f"/admin/schedules/schedule/{schedule.pk}/change/")
+    assert change.status_code == 200 and "\\ud800" in change.content.decode()
 
 
 @pytest.mark.parametrize(
