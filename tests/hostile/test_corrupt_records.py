@@ -32,8 +32,11 @@ CORRUPT = {
 
 
 def corrupt(schedule: Schedule, column: str, raw: str) -> None:
+    if connection.vendor == "postgresql" and "\\ud800" in raw:
+        pytest.skip("PostgreSQL's jsonb cannot hold a lone surrogate: no record can have one")
+    quote = connection.ops.quote_name
     with connection.cursor() as cursor:
-        cursor.execute(f"UPDATE schedules_schedule SET {column} = %s WHERE id = %s",
+        cursor.execute(f"UPDATE schedules_schedule SET {quote(column)} = %s WHERE id = %s",
                        [raw, schedule.pk])  # fmt: skip
 
 

@@ -232,10 +232,12 @@ def test_odd_kwargs_are_a_field_error_on_create(client, text, message) -> None:
 
 def test_a_lone_surrogate_stored_in_kwargs_no_longer_breaks_its_pages(client) -> None:
     schedule = make_schedule("odd", "test.echo", every(60))
-    with connection.cursor() as cursor:  # as a manual edit or a bad migration would
+    # As a manual edit or a bad migration would (PostgreSQL's jsonb refuses surrogates).
+    odd = '"\\ud800"' if connection.vendor == "sqlite" else '"fine"'
+    with connection.cursor() as cursor:
         cursor.execute(
             "UPDATE schedules_schedule SET kwargs = %s WHERE id = %s",
-            ['{"x": "\\ud800", "n": ' + "7" * 5000 + "}", schedule.pk],
+            ['{"x": ' + odd + ', "n": ' + "7" * 5000 + "}", schedule.pk],
         )
     login_as(client, "owner")
     for path in ("/", f"/schedules/{schedule.pk}/", f"/schedules/{schedule.pk}/edit/"):
@@ -243,7 +245,9 @@ def test_a_lone_surrogate_stored_in_kwargs_no_longer_breaks_its_pages(client) ->
         assert response.status_code == 200, path
     assert "KWARGS" in client.get("/").content.decode()
     change = client.get(f"/admin/schedules/schedule/{schedule.pk}/change/")
-    assert change.status_code == 200 and "\\ud800" in change.content.decode()
+    assert change.status_code == 200
+    if connection.vendor == "sqlite":
+        assert "\\ud800" in change.content.decode()
 
 
 @pytest.mark.parametrize(
