@@ -387,3 +387,16 @@ def test_the_cli_lists_invalid_schedules_with_the_reason(capsys) -> None:
 
 def test_users_stay_users(db) -> None:
     assert User.objects.count() == 0  # nothing here leaks users between tests
+
+
+def test_a_costly_stored_trigger_costs_a_bounded_search_on_each_page_view(client, steps) -> None:
+    schedule = make_schedule("costly", "test.echo", every(60))
+    # Saved before the limits existed (or straight into the database): deeper than allowed.
+    Schedule.objects.filter(pk=schedule.pk).update(trigger=nested_all(12))
+    login_as(client, "viewer")
+    for path in (f"/schedules/{schedule.pk}/", "/"):
+        steps[0] = 0
+        response = client.get(path)
+        assert response.status_code == 200
+        assert steps[0] <= 2_000
+    assert "nest deeper than 8" in client.get(f"/schedules/{schedule.pk}/").content.decode()
