@@ -14,6 +14,7 @@ import inspect
 import json
 import math
 from dataclasses import fields, replace
+from functools import lru_cache
 from typing import Any
 
 from .conf import setting
@@ -151,12 +152,25 @@ def _refuse_constant(name: str) -> float:
     raise InvalidKwargs(f"kwargs: {name} is not allowed (JSON has no NaN or Infinity)")
 
 
+@lru_cache(maxsize=1024)
+def _cached_signature(func: Any) -> inspect.Signature:
+    return inspect.signature(func)
+
+
+def _signature(func: Any) -> inspect.Signature:
+    """The scheduler checks every due run's kwargs: a task's signature is read once."""
+    try:
+        return _cached_signature(func)
+    except TypeError:  # an unhashable callable: read it each time
+        return inspect.signature(func)
+
+
 def signature_problem(func: Any, kwargs: object) -> str:
     """Why `kwargs` cannot be passed to `func`, or "" if they can."""
     if not isinstance(kwargs, dict):
         return "kwargs: must be a JSON object"
     try:
-        signature = inspect.signature(func)
+        signature = _signature(func)
     except (TypeError, ValueError):
         return ""  # no signature to check against (a builtin, some wrappers)
     try:
