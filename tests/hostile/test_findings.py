@@ -7,7 +7,6 @@ import re
 from pathlib import Path
 
 import pytest
-from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
@@ -383,10 +382,6 @@ def test_the_cli_lists_invalid_schedules_with_the_reason(capsys) -> None:
     rows = json.loads(capsys.readouterr().out)
     assert [row["code"] for row in rows] == ["bad"]
     assert "hour '²' is not a number" in rows[0]["description"]
-
-
-def test_users_stay_users(db) -> None:
-    assert User.objects.count() == 0  # nothing here leaks users between tests
 
 
 def test_a_costly_stored_trigger_costs_a_bounded_search_on_each_page_view(client, steps) -> None:
