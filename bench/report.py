@@ -338,6 +338,38 @@ def live_section(data: dict) -> tuple[str, dict]:
     return text, data["views"]
 
 
+def hostile_section(data: dict) -> tuple[str, dict]:
+    settings = data["settings"]
+    limits = settings["limits"]
+    rows = []
+    for name, request in data["requests"].items():
+        rows.append(
+            [
+                name,
+                spread(request["cpu_ms"]),
+                f"{request['bytes'] / 1024:.1f}",
+                f"{request['steps']:,}",
+                ", ".join(str(code) for code in request["status"]),
+            ]
+        )
+    before = settings["before"]
+    text = (
+        "The costliest requests the lowest role (Viewer) can send to the live preview and the "
+        "trigger builder, each built to be as costly as the limits allow, requested through "
+        "Django's whole stack; CPU time of the serving process, median of "
+        f"{settings['repeats']} requests after 2 warm-up [min–max]; steps: the timing engine's "
+        f"search work (one step: one child asked for a slot). Limits: depth "
+        f"{limits['max_depth']}, {limits['max_children']} children a compound, "
+        f"{limits['max_nodes']} parts, {limits['max_text']} characters a value, "
+        f"{limits['search_budget']:,} steps a search, {settings['builder_max_fields']} fields a "
+        f"builder request (docs/security.md). Before them, the review measured "
+        f"{before['cpu_ms'] / 1000:.1f} s of CPU for one nested `all` preview and "
+        f"{before['bytes'] / 2**20:.1f} MB for the 998-field builder request.\n\n"
+        + table(["request", "CPU ms", "KB", "steps", "status"], rows)
+    )
+    return text, {"worst_cpu_ms": data["worst_cpu_ms"], "worst_bytes": data["worst_bytes"]}
+
+
 # ---------------------------------------------------------------- plot
 
 
@@ -577,6 +609,31 @@ def targets_and_reading(facts: dict) -> tuple[str, str]:
                 "its own page's schedules only, and its rows are rendered in batches shared by "
                 "every client with the same permissions (docs/dashboard.md)."
             )
+    hostile = facts.get("hostile")
+    if hostile:
+        cpu, size = hostile["worst_cpu_ms"], hostile["worst_bytes"]
+        rows.append(
+            [
+                "worst Viewer request to the preview or builder: < 100 ms CPU",
+                f"{cpu:.1f} ms",
+                verdict(cpu < 100),
+            ]
+        )
+        rows.append(
+            [
+                "… and < 200 KB returned",
+                f"{size / 1024:.1f} KB",
+                verdict(size < 200 * 1024),
+            ]
+        )
+        reading.append(
+            f"**Hostile input.** The worst preview or builder request a Viewer can send costs "
+            f"{cpu:.0f} ms of CPU and returns {size / 1024:.0f} KB (the review measured 24.7 s "
+            "and 11.6 MB before the limits): a compound `all` search shares one budget of "
+            "steps however deeply it nests, and is refused with that reason when it runs out; "
+            "the builder reads at most the limits' nodes, levels and characters, and refuses "
+            "requests with too many fields before reading them."
+        )
     missed = [row for row in rows if row[2] == verdict(False)]
     if missed:
         reading.append(
@@ -618,6 +675,10 @@ def write_report(results: Path, runs: dict) -> Path:
     if data:
         text, facts["live"] = live_section(data)
         sections.append(("Live views over websockets", text))
+    data = load(results, "hostile_input")
+    if data:
+        text, facts["hostile"] = hostile_section(data)
+        sections.append(("Hostile input: preview and builder", text))
     targets, reading = targets_and_reading(facts)
     failed = [name for name, run in runs.items() if not run.get("ok")]
     lines = [

@@ -42,6 +42,21 @@ DEFAULTS: dict[str, Any] = {
     "SILLO_BACKLOG_STALLED": 300.0,
     "SILLO_HEALTH_WINDOW": 3600.0,
     "SILLO_METRICS_WINDOW": 300.0,
+    # The validation gate (schedules/validation.py, docs/security.md): overrides of
+    # timing.Limits fields (max_depth, max_children, max_nodes, max_text,
+    # max_seconds, max_spec_bytes, search_budget), and the kwargs rules.
+    "SILLO_TRIGGER_LIMITS": {},
+    "SILLO_KWARGS_MAX_DEPTH": 32,
+    "SILLO_KWARGS_MAX_BYTES": 64 * 1024,
+    "SILLO_KWARGS_INT_BITS": 64,
+    # Caps on a run's error and traceback (head and tail kept) before they are
+    # stored, rendered or broadcast.
+    "SILLO_ERROR_MAX_CHARS": 4_000,
+    "SILLO_TRACEBACK_MAX_CHARS": 32_000,
+    # The trigger builder refuses requests with more fields than this.
+    "SILLO_BUILDER_MAX_FIELDS": 400,
+    # Open websockets re-check their user's session and view permission this often.
+    "SILLO_WS_RECHECK_INTERVAL": 30.0,
     "SILLO_MIDDLEWARE": [
         "schedules.scheduler.pipeline.log_run",
         "schedules.scheduler.pipeline.retry",

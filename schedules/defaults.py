@@ -9,6 +9,7 @@ the record made again at the next sync.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import asdict
 from datetime import datetime
 
@@ -17,8 +18,11 @@ from django.utils import timezone
 
 from .models import Schedule, ScheduleSource, ScheduleStatus
 from .registry import Registry, TaskDeclaration, registry
-from .timing import display_zone
+from .timing import InvalidTrigger, display_zone
+from .validation import parse_trigger
 from .wake import wake_schedulers
+
+logger = logging.getLogger(__name__)
 
 
 class NoCodeDefault(ValueError):
@@ -43,8 +47,9 @@ def is_default_record(schedule: Schedule, tasks: Registry = registry) -> bool:
 
 
 def code_values(declaration: TaskDeclaration) -> dict:
-    """The record's fields as the code declares them."""
-    trigger = declaration.default_trigger
+    """The record's fields as the code declares them; the trigger passes the same
+    validation gate (limits included) as every other trigger."""
+    trigger = parse_trigger(declaration.default_trigger.to_spec())
     return {"trigger": trigger.to_spec(), **asdict(declaration.options)}
 
 
@@ -78,7 +83,15 @@ def sync_code_defaults(*, tasks: Registry = registry, now: datetime | None = Non
                 touched.append(declaration.name)
         except IntegrityError:
             pass  # another scheduler created it first
+        except InvalidTrigger as exc:
+            if declaration.name not in _REFUSED:
+                _REFUSED.add(declaration.name)
+                logger.error("code default of task %s refused: %s", declaration.name, exc)
     return touched
+
+
+# Code defaults refused by the gate, so each is logged once per process.
+_REFUSED: set[str] = set()
 
 
 def _create(declaration: TaskDeclaration, now: datetime) -> Schedule:

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from channels.layers import get_channel_layer
 
+from .caps import cap_error
+
 if TYPE_CHECKING:
     from .models import Run
 
@@ -66,13 +68,17 @@ class RunEvent:
             started_at=run.started_at,
             finished_at=run.finished_at,
             duration_ms=run.duration_ms,
-            error=run.error,
+            error=cap_error(run.error),
             scheduler=run.scheduler,
         )
 
     @property
     def latest_at(self) -> datetime | None:
         return self.finished_at or self.started_at or self.queued_at
+
+    @property
+    def error_text(self) -> str:
+        return cap_error(self.error)
 
     def marshal(self) -> dict[str, Any]:
         """A channel layer message (msgpack-safe: times as ISO-8601 text)."""

@@ -15,6 +15,7 @@ from django.db.models import Count, ExpressionWrapper, Q
 from django.db.models.functions import Now
 from django.utils import timezone
 
+from .caps import cap_error, cap_traceback
 from .choices import (
     FINISHED,
     Dispatch,
@@ -27,7 +28,8 @@ from .choices import (
     ScheduleStatus,
 )
 from .conf import setting
-from .timing import InvalidTrigger, Trigger, get_zone, preview_times, trigger_from_spec
+from .timing import InvalidTrigger, Limits, Trigger, get_zone, preview_times
+from .validation import StoredJSONDecoder, kwargs_fit, parse_trigger, trigger_limits
 
 if TYPE_CHECKING:
     from .registry import Registry
@@ -68,12 +70,27 @@ class ScheduleQuerySet(models.QuerySet["Schedule"]):
         )
 
     def with_flag(self, flag: str, tasks: Registry) -> ScheduleQuerySet:
-        """Schedules flagged `orphan` or `duplicate` by the code this process runs."""
+        """Schedules flagged `orphan`, `duplicate`, `invalid` or `kwargs`.
+
+        `invalid`: parked by a scheduler (stored reason) or a trigger that does not
+        parse now; `kwargs`: kwargs that break the rules or no longer fit the
+        task's signature in the code this process runs. Those two are checked in
+        Python, row by row (parses are cached): only when someone filters by them.
+        """
         if flag == "orphan":
             return self.exclude(task_name__in=sorted(tasks.declarations))
         if flag == "duplicate":
             return self.filter(task_name__in=sorted(tasks.duplicate_names()))
-        raise ValueError(f"unknown flag {flag!r} (orphan or duplicate)")
+        if flag == "invalid":
+            rows = self.values_list("pk", "trigger", "invalid_reason")
+            bad = [pk for pk, spec, reason in rows if reason or trigger_problem(spec)]
+            return self.filter(pk__in=bad)
+        if flag == "kwargs":
+            rows = self.filter(task_name__in=sorted(tasks.runnable_names())).values_list(
+                "pk", "task_name", "kwargs"
+            )
+            return self.filter(pk__in=[pk for pk, name, kw in rows if kwargs_fit(name, kw, tasks)])
+        raise ValueError(f"unknown flag {flag!r} (orphan, duplicate, invalid or kwargs)")
 
 
 class RunQuerySet(models.QuerySet["Run"]):
@@ -126,8 +143,10 @@ class Schedule(models.Model):
     # No index of its own: with one, SQLite plans the due query by task name, which
     # reads every schedule of a task instead of the due ones (schedule_due_idx).
     task_name = models.CharField(max_length=200)
-    kwargs = models.JSONField(default=dict, blank=True)
-    trigger = models.JSONField(help_text="trigger spec, see docs/timing.md")
+    kwargs = models.JSONField(default=dict, blank=True, decoder=StoredJSONDecoder)
+    trigger = models.JSONField(
+        help_text="trigger spec, see docs/timing.md", decoder=StoredJSONDecoder
+    )
     tz = models.CharField("time zone", max_length=64, default="UTC")
     status = models.CharField(
         max_length=16, choices=ScheduleStatus.choices, default=ScheduleStatus.ACTIVE
@@ -167,6 +186,9 @@ class Schedule(models.Model):
     last_run_at = models.DateTimeField(null=True, blank=True)
     last_outcome = models.CharField(max_length=16, choices=RunStatus.choices, blank=True)
     last_error = models.TextField(blank=True)
+    # Why a scheduler parked this schedule (its trigger or kwargs could not be
+    # planned); empty when it is fine. Saving it through the services clears it.
+    invalid_reason = models.TextField(blank=True)
     last_duration = models.FloatField(null=True, blank=True, help_text="seconds")
     run_count = models.PositiveBigIntegerField(default=0)
     error_count = models.PositiveBigIntegerField(default=0)
@@ -221,11 +243,12 @@ class Schedule(models.Model):
         return self.code
 
     def get_trigger(self) -> Trigger:
-        """The parsed trigger; raises InvalidTrigger for a spec that no longer parses.
+        """The parsed trigger; raises InvalidTrigger for a spec that no longer parses,
+        whatever is wrong with it (the validation gate, within the configured limits).
 
         Triggers are immutable, so schedules with the same spec share one parse.
         """
-        return _parse_spec(json.dumps(self.trigger, sort_keys=True))
+        return _parse_spec(_spec_key(self.trigger), trigger_limits())
 
     @property
     def effective_timeout(self) -> float | None:
@@ -245,16 +268,32 @@ class Schedule(models.Model):
         try:
             zone = get_zone(self.tz)
             trigger = self.get_trigger()
-        except InvalidTrigger:
-            return []
-        return preview_times(
-            trigger, count=count, after=after, zone=zone, operator_zone=operator_zone
-        )
+            return preview_times(
+                trigger, count=count, after=after, zone=zone, operator_zone=operator_zone
+            )
+        except (InvalidTrigger, OverflowError, ValueError):
+            return []  # shown as "invalid" by its flag; the page still renders
+
+
+def _spec_key(spec: object) -> str:
+    try:
+        return json.dumps(spec, sort_keys=True)
+    except (TypeError, ValueError, RecursionError):
+        return json.dumps(repr(spec)[:1000])  # unsortable or odd stored JSON: refused on parse
+
+
+def trigger_problem(spec: object) -> str:
+    """Why a stored trigger spec cannot be used, or ""."""
+    try:
+        _parse_spec(_spec_key(spec), trigger_limits())
+    except InvalidTrigger as exc:
+        return str(exc)
+    return ""
 
 
 @lru_cache(maxsize=10_000)
-def _parse_spec(spec_json: str) -> Trigger:
-    return trigger_from_spec(spec_json)
+def _parse_spec(spec_json: str, limits: Limits) -> Trigger:
+    return parse_trigger(json.loads(spec_json, cls=StoredJSONDecoder))
 
 
 class Run(models.Model):
@@ -264,7 +303,7 @@ class Run(models.Model):
     # Kept so the log outlives a deleted schedule.
     schedule_code = models.CharField(max_length=200)
     task_name = models.CharField(max_length=200)
-    kwargs = models.JSONField(default=dict, blank=True)
+    kwargs = models.JSONField(default=dict, blank=True, decoder=StoredJSONDecoder)
 
     reason = models.CharField(max_length=16, choices=RunReason.choices)
     slot = models.DateTimeField(null=True, blank=True)
@@ -279,7 +318,7 @@ class Run(models.Model):
 
     error = models.TextField(blank=True)
     traceback = models.TextField(blank=True)
-    result = models.JSONField(null=True, blank=True)
+    result = models.JSONField(null=True, blank=True, decoder=StoredJSONDecoder)
     scheduler = models.CharField(max_length=64, blank=True, db_index=True)
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
@@ -340,6 +379,15 @@ class Run(models.Model):
     def latest_at(self) -> datetime:
         """The run's latest event: finished, else started, else queued."""
         return self.finished_at or self.started_at or self.queued_at
+
+    @property
+    def error_text(self) -> str:
+        """The error as pages show it: capped, whenever it was stored."""
+        return cap_error(self.error)
+
+    @property
+    def traceback_text(self) -> str:
+        return cap_traceback(self.traceback)
 
     @property
     def duration_ms(self) -> int | None:

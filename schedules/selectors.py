@@ -18,14 +18,15 @@ from .conf import setting
 from .models import Run, Schedule, SchedulerInstance
 from .registry import Registry, registry
 
-LIST_FLAGS = ("orphan", "duplicate")
+LIST_FLAGS = ("orphan", "duplicate", "invalid", "kwargs")
 
 
 def filtered_schedules(params: Mapping[str, str], tasks: Registry = registry) -> QuerySet[Schedule]:
     """The schedules list with the search and filters of a query string (q, status,
     outcome, flag); unknown values are ignored."""
     schedules = Schedule.objects.all()
-    search = (params.get("q") or "").strip()
+    # PostgreSQL text cannot hold NUL; a search longer than any code is pointless.
+    search = (params.get("q") or "").replace("\x00", "").strip()[:200]
     if search:
         schedules = schedules.filter(Q(code__icontains=search) | Q(task_name__icontains=search))
     status = params.get("status")

@@ -19,7 +19,8 @@ from . import audit, defaults
 from .models import Run, RunReason, RunStatus, Schedule, ScheduleSource, ScheduleStatus
 from .registry import Registry, registry
 from .scheduler import dispatch
-from .timing import InvalidTrigger, Trigger, display_zone, trigger_from_spec
+from .timing import InvalidTrigger, Trigger, display_zone
+from .validation import InvalidKwargs, check_kwargs, parse_trigger, signature_problem
 from .wake import wake_schedulers
 
 logger = logging.getLogger(__name__)
@@ -66,16 +67,18 @@ def _transition(
 ) -> Schedule:
     sources, to = TRANSITIONS[verb]
     now = now or timezone.now()
-    # Computed before the row is locked: a costly trigger never holds the write lock.
-    upcoming = next_slot(schedule, after=now) if to == ScheduleStatus.ACTIVE else None
+    # The next slot is computed before the transaction: a search never runs while
+    # the database's write lock is held (SQLite's would stall every scheduler).
+    upcoming = None
+    if to == ScheduleStatus.ACTIVE:
+        fresh = Schedule.objects.filter(pk=schedule.pk).first() or schedule
+        upcoming = next_slot(fresh, after=now)
     with transaction.atomic():
         current = Schedule.objects.select_for_update().get(pk=schedule.pk)
         if current.status not in sources:
             raise InvalidTransition(
                 f"cannot {verb} schedule '{current.code}': it is {current.status}"
             )
-        if current.trigger != schedule.trigger and to == ScheduleStatus.ACTIVE:
-            upcoming = next_slot(current, after=now)  # edited meanwhile
         if verb == "reactivate" and upcoming is None:
             raise InvalidTransition(
                 f"cannot reactivate schedule '{current.code}': its trigger has no fire time "
@@ -86,7 +89,11 @@ def _transition(
             ScheduleStatus.COMPLETED if to == ScheduleStatus.ACTIVE and upcoming is None else to
         )
         current.next_run_at = upcoming
-        current.save(update_fields=["status", "next_run_at", "updated_at"])
+        fields = ["status", "next_run_at", "updated_at"]
+        if upcoming is not None and current.invalid_reason:
+            current.invalid_reason = ""  # it plans again: no longer parked
+            fields.append("invalid_reason")
+        current.save(update_fields=fields)
         if to == ScheduleStatus.CANCELLED:
             Run.objects.queued().filter(schedule=current).update(
                 status=RunStatus.CANCELLED,
@@ -132,14 +139,26 @@ def next_slot(schedule: Schedule, *, after: datetime) -> datetime | None:
     """The schedule's first slot after `after`, or None if its trigger is exhausted/invalid."""
     try:
         return schedule.get_trigger().next_fire(after)
-    except InvalidTrigger:
+    except (InvalidTrigger, OverflowError, ValueError):
         return None
 
 
 def normalize_trigger(spec: dict | str, *, code: str) -> Trigger:
-    """Parse a spec; intervals without a seed (at any depth) are seeded with the code."""
-    trigger = trigger_from_spec(spec)
-    return trigger_from_spec(_seeded(trigger.to_spec(), code))
+    """Parse a spec through the validation gate; intervals without a seed (at any depth)
+    are seeded with the code."""
+    trigger = parse_trigger(spec)
+    return parse_trigger(_seeded(trigger.to_spec(), code))
+
+
+def checked_kwargs(kwargs: object, task_name: str, tasks: Registry = registry) -> dict:
+    """Kwargs that follow the rules and fit the task's signature; InvalidKwargs otherwise."""
+    value = check_kwargs({} if kwargs is None else kwargs)
+    declaration = tasks.get(task_name)
+    if declaration is not None:
+        problem = signature_problem(declaration.func, value)
+        if problem:
+            raise InvalidKwargs(f"{problem} (does not fit {task_name})")
+    return value
 
 
 def _seeded(spec: dict, code: str) -> dict:
@@ -164,7 +183,8 @@ def schedule_create(
     via: str = "",
     **options: object,
 ) -> Schedule:
-    """Create an active schedule; raises InvalidTrigger for a bad trigger spec.
+    """Create an active schedule; raises InvalidTrigger for a bad trigger spec and
+    InvalidKwargs for kwargs that break the rules or do not fit the task.
 
     Options not given are the task's declared ones (`@schedules.task(timeout=...)`).
     """
@@ -174,7 +194,7 @@ def schedule_create(
     schedule = Schedule(
         code=code,
         task_name=task_name,
-        kwargs=kwargs or {},
+        kwargs=checked_kwargs(kwargs, task_name),
         trigger=parsed.to_spec(),
         tz=tz or display_zone(parsed),
         source=source,
@@ -210,12 +230,16 @@ def schedule_update(
     """Save an operator's edit: only the fields that changed, and only onto the version
     the operator saw (`expected_version`), so a slot claimed meanwhile is never rewound.
 
-    A changed trigger moves the next slot (from now). Raises EditConflict when the
+    A changed trigger moves the next slot (from now); so does saving a schedule the
+    scheduler parked as invalid, which loses its flag. Raises EditConflict when the
     record changed since that version, naming the fields that now differ.
     """
     parsed = normalize_trigger(trigger, code=schedule.code)
     spec = parsed.to_spec()
     now = now or timezone.now()
+    if "kwargs" in fields:
+        task_name = str(fields.get("task_name") or schedule.task_name)
+        fields["kwargs"] = checked_kwargs(fields["kwargs"], task_name)
     # Computed before the row is locked: a costly trigger never holds the write lock.
     upcoming = _future_fire(parsed, now)
     with transaction.atomic():
@@ -228,12 +252,14 @@ def schedule_update(
                 f"(version {expected_version}, now {current.version}); review and save again",
                 {name: (getattr(current, name), value) for name, value in changes.items()},
             )
-        if not changes:
+        parked = bool(current.invalid_reason)
+        if not changes and not parked:
             return current
-        if "trigger" in changes:
+        if "trigger" in changes or parked:
             changes["tz"] = fields.get("tz") or current.tz or display_zone(parsed)
             if current.status == ScheduleStatus.ACTIVE:
                 changes["next_run_at"] = upcoming
+            changes["invalid_reason"] = ""
         before = {name: getattr(current, name) for name in changes}
         for name, value in changes.items():
             setattr(current, name, value)
@@ -242,7 +268,11 @@ def schedule_update(
         current.version += 1
         update = [*changes, "source", "version", "updated_at"]
         current.save(update_fields=update)
-        diff = {name: [_plain(before[name]), _plain(value)] for name, value in changes.items()}
+        diff = {
+            name: [_plain(before[name]), _plain(value)]
+            for name, value in changes.items()
+            if name not in ("next_run_at", "invalid_reason")
+        }
         audit.record("edit", schedule=current, by=by, via=via, changes=diff)
     wake_schedulers()
     return current

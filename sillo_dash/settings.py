@@ -6,12 +6,15 @@ Defaults are safe for production (DEBUG off, hosts limited to this machine);
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.csp import CSP
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(os.environ.get("SILLO_DATA_DIR", BASE_DIR / "data"))
@@ -32,11 +35,31 @@ def env_list(name: str, default: str) -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
 
+def _private_data_dir() -> None:
+    """The data folder holds the SQLite database (password hashes, sessions) and the
+    generated key: readable by this user only (0700, files 0600), however it was made."""
+    DATA_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if DATA_DIR.stat().st_uid == os.getuid():
+        DATA_DIR.chmod(0o700)
+    for name in ("sillo.sqlite3", "sillo.sqlite3-wal", "sillo.sqlite3-shm", "secret_key"):
+        path = DATA_DIR / name
+        if path.exists() and path.stat().st_uid == os.getuid():
+            path.chmod(0o600)
+
+
+def _private_file(path: Path) -> None:
+    """Create `path` empty with mode 0600 if missing: SQLite then keeps that mode, and
+    gives its -wal and -shm files the same."""
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+
+
 def _secret_key() -> str:
     """DJANGO_SECRET_KEY, or a key generated once and kept in the data folder.
 
     Nothing secret is ever committed; a deployment sets DJANGO_SECRET_KEY
-    (`check --deploy` verifies it), a development machine gets its own key.
+    (`check --deploy` fails without it outside DEBUG: several hosts would each
+    generate their own key), a development machine gets its own key.
     """
     key = os.environ.get("DJANGO_SECRET_KEY")
     if key:
@@ -45,7 +68,7 @@ def _secret_key() -> str:
     try:
         return path.read_text().strip()
     except FileNotFoundError:
-        DATA_DIR.mkdir(parents=True, exist_ok=True)
+        _private_data_dir()
         key = secrets.token_urlsafe(50)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as handle:
@@ -55,6 +78,8 @@ def _secret_key() -> str:
 
 DEBUG = env_bool("DJANGO_DEBUG", False)
 SECRET_KEY = _secret_key()
+# Read by the deploy check (schedules.checks): a generated key is for one machine only.
+SILLO_SECRET_KEY_FROM_ENV = bool(os.environ.get("DJANGO_SECRET_KEY"))
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", "")
 
@@ -69,6 +94,7 @@ INSTALLED_APPS = [
     "channels",
     "django_htmx",
     "django_tasks_db",
+    "axes",
     "schedules",
 ]
 
@@ -88,7 +114,38 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "schedules.web.middleware.OperatorTimezoneMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
+    # Last, as django-axes asks: it turns a lockout raised during login into its response.
+    "axes.middleware.AxesMiddleware",
 ]
+
+# Login throttling (django-axes) on /login/ and /admin/login/: after
+# SILLO_LOGIN_FAILURE_LIMIT wrong passwords for one username from one address,
+# that pair is refused for SILLO_LOGIN_COOLOFF_MINUTES (429, "too many attempts").
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = int(os.environ.get("SILLO_LOGIN_FAILURE_LIMIT", "5"))
+AXES_COOLOFF_TIME = timedelta(minutes=float(os.environ.get("SILLO_LOGIN_COOLOFF_MINUTES", "15")))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "schedules.web.views.lockout.locked_out"
+
+# Content Security Policy (Django's own): scripts and styles from this origin
+# only; no inline scripts, handlers or styles anywhere (templates and htmx config).
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF],
+    "style-src": [CSP.SELF],
+    "img-src": [CSP.SELF, "data:"],
+    "connect-src": [CSP.SELF],
+    "font-src": [CSP.SELF],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.SELF],
+    "form-action": [CSP.SELF],
+    "frame-ancestors": [CSP.NONE],
+}
 
 ROOT_URLCONF = "sillo_dash.urls"
 ASGI_APPLICATION = "sillo_dash.asgi.application"
@@ -128,7 +185,8 @@ DATABASES = {
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"].setdefault("OPTIONS", {}).update(SQLITE_OPTIONS)
     if not os.environ.get("DATABASE_URL"):
-        DATA_DIR.mkdir(parents=True, exist_ok=True)
+        _private_data_dir()
+        _private_file(DATA_DIR / "sillo.sqlite3")
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -194,6 +252,9 @@ SILLO_METRICS = os.environ.get("SILLO_METRICS", "off")
 if SILLO_METRICS not in ("off", "token", "public"):
     raise ImproperlyConfigured("SILLO_METRICS must be off, token or public")
 SILLO_METRICS_TOKEN = os.environ.get("SILLO_METRICS_TOKEN", "")
+# /health/ details (instances, hosts, counts) for staff, or for `Authorization:
+# Bearer SILLO_HEALTH_TOKEN`; anonymous callers get the status and problems only.
+SILLO_HEALTH_TOKEN = os.environ.get("SILLO_HEALTH_TOKEN", "")
 if SILLO_METRICS == "token" and len(SILLO_METRICS_TOKEN) < 16:
     raise ImproperlyConfigured("SILLO_METRICS=token needs SILLO_METRICS_TOKEN of 16+ characters")
 
@@ -203,4 +264,6 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("DJANGO_LOG_LEVEL", "INFO")},
+    # django-axes announces itself on every start (every CLI call): keep its warnings only.
+    "loggers": {"axes.apps": {"level": "WARNING"}},
 }

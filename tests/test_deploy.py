@@ -36,3 +36,20 @@ def test_bad_metrics_settings_are_refused_at_start(manage) -> None:
     result = manage("check", env={"SILLO_METRICS": "token", "SILLO_METRICS_TOKEN": "short"})
     assert result.returncode != 0
     assert "SILLO_METRICS_TOKEN of 16+ characters" in result.stderr
+
+
+def test_check_deploy_fails_without_a_secret_key_from_the_environment(manage) -> None:
+    env = {k: v for k, v in PRODUCTION.items() if k != "DJANGO_SECRET_KEY"}
+    result = manage("check", "--deploy", env=env)
+    assert result.returncode != 0
+    assert "schedules.E010" in result.stderr + result.stdout
+    assert "DJANGO_SECRET_KEY is not set" in result.stderr + result.stdout
+
+
+def test_the_data_folder_and_database_are_private(manage, tmp_path) -> None:
+    result = manage("migrate", "--noinput", env={"DJANGO_SETTINGS_MODULE": "sillo_dash.settings"})
+    assert result.returncode == 0, result.stderr
+    data = tmp_path / "data"
+    assert data.stat().st_mode & 0o777 == 0o700
+    for path in data.iterdir():
+        assert path.stat().st_mode & 0o777 == 0o600, path.name

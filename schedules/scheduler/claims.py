@@ -16,10 +16,13 @@ from datetime import datetime, timedelta
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 
+from ..conf import setting
 from ..models import Dispatch, Run, RunReason, RunStatus, Schedule, ScheduleStatus
 from ..registry import Registry
 from ..timing import InvalidTrigger, Trigger
+from ..validation import InvalidKwargs, kwargs_problem, printable, signature_problem
 from . import dispatch
+from .outcomes import record_on_schedules
 from .records import new_run, update_each
 
 logger = logging.getLogger(__name__)
@@ -120,12 +123,12 @@ def claim_due(
     plans = []
     for schedule in due:
         slot = schedule.next_run_at
+        # Whatever goes wrong planning one schedule parks that one; the rest go on.
         try:
-            trigger = schedule.get_trigger()
-        except InvalidTrigger as exc:
-            _park_invalid(schedule, slot, str(exc))
+            planned, next_at = _plan_schedule(schedule, slot, now, max_catch_up, tasks)
+        except Exception as exc:  # noqa: BLE001 - any failure, not only InvalidTrigger
+            _park_invalid(schedule, slot, _reason(exc))
             continue
-        planned, next_at = _plan(schedule, trigger, slot, now, max_catch_up)
         plans.append((schedule, slot, planned, next_at))
     if not plans:
         return [], []
@@ -161,7 +164,7 @@ def _claim_batch(plans, now, instance_id, local_in_flight, slots: WorkerSlots):
         # The first run starts now; further catch-up runs wait their turn in
         # the queue, so max_instances holds for them too.
         first = planned[0]
-        if first.status != RunStatus.SKIPPED and first.dispatch == Dispatch.INLINE:
+        if first.status == RunStatus.QUEUED and first.dispatch == Dispatch.INLINE:
             busy = in_flight.get(schedule.pk, 0) + local_in_flight.get(schedule.pk, 0)
             skips = busy >= schedule.max_instances and schedule.overlap != "replace"
             if not skips and not slots.take(schedule.task_name):
@@ -187,6 +190,7 @@ def _claim_batch(plans, now, instance_id, local_in_flight, slots: WorkerSlots):
     for run in created:
         if run.status == RunStatus.QUEUED:
             dispatch.enqueue(run)
+    record_on_schedules([run for run in created if run.status == RunStatus.FAILED])
     return firsts, replaced
 
 
@@ -237,11 +241,68 @@ def _plan(schedule: Schedule, trigger: Trigger, slot: datetime, now: datetime, m
     return runs, next_at
 
 
+def _plan_schedule(
+    schedule: Schedule, slot: datetime, now: datetime, max_catch_up: int, tasks: Registry
+) -> tuple[list[Run], datetime | None]:
+    """Plan one due schedule through the validation gate (trigger, kwargs).
+
+    Kwargs that break the rules park the schedule (raised); kwargs that no
+    longer fit the task's signature make the slot's run fail once, at claim
+    time, without retries: calling the task could only raise TypeError.
+    """
+    problem = kwargs_problem(schedule.kwargs)
+    if problem:
+        raise InvalidKwargs(problem)
+    trigger = schedule.get_trigger()
+    planned, next_at = _plan(schedule, trigger, slot, now, max_catch_up)
+    declaration = tasks.get(schedule.task_name)
+    misfit = signature_problem(declaration.func, schedule.kwargs) if declaration else ""
+    if misfit:
+        run = planned[-1]
+        _fail_unfit(run, misfit, now)
+        _log_once(schedule.pk, "schedule %s: %s; its runs fail until fixed", schedule.code, misfit)
+        planned = [run]
+    return planned, next_at
+
+
+def _fail_unfit(run: Run, problem: str, now: datetime) -> None:
+    run.status = RunStatus.FAILED
+    run.started_at = run.finished_at = now
+    run.error = f"not run: {problem} (the task's signature changed; fix the kwargs)"
+
+
+# Schedules whose unfit kwargs were already logged by this process: logged once.
+_LOGGED: set[int] = set()
+
+
+def _log_once(schedule_id: int, message: str, *args: object) -> None:
+    if schedule_id not in _LOGGED:
+        _LOGGED.add(schedule_id)
+        logger.error(message, *args)
+
+
+def _reason(exc: BaseException) -> str:
+    """An operator's reason for a planning failure: the gate's message, else the error."""
+    if isinstance(exc, InvalidTrigger | InvalidKwargs):
+        text = str(exc)
+    else:
+        try:
+            text = f"{type(exc).__name__}: {exc}"
+        except Exception:  # noqa: BLE001 - even str() of the error may fail
+            text = type(exc).__name__
+    text = printable(text)
+    cap = setting("SILLO_ERROR_MAX_CHARS")
+    return text if len(text) <= cap else text[: cap - 1] + "…"
+
+
 def _park_invalid(schedule: Schedule, slot: datetime, message: str) -> None:
-    """A trigger that no longer parses stops being due until it is fixed."""
-    logger.error("schedule %s has an invalid trigger: %s", schedule.code, message)
+    """A schedule that cannot be planned stops being due until it is fixed and saved.
+
+    Logged once: parked, it is no longer due, so no later pass meets it again.
+    """
+    logger.error("schedule %s parked as invalid: %s", schedule.code, message)
     Schedule.objects.filter(pk=schedule.pk, next_run_at=slot).update(
-        next_run_at=None, last_error=f"invalid trigger: {message}"
+        next_run_at=None, invalid_reason=message, last_error=f"invalid: {message}"
     )
 
 
@@ -285,8 +346,15 @@ def claim_queued(
                 continue
             schedule = run.schedule
             problem = _unrunnable(run, tasks)
+            misfit = "" if problem else _unfit(run, tasks)
             if problem:
                 run.status, run.finished_at, run.error = RunStatus.SKIPPED, now, problem
+            elif misfit:
+                _fail_unfit(run, misfit, now)
+                run.save()
+                record_on_schedules([run])
+                runs.append(run)
+                continue
             else:
                 in_flight = _in_flight(schedule.pk, local_in_flight, exclude_run=run.pk)
                 if run.reason == RunReason.CATCH_UP and in_flight >= schedule.max_instances:
@@ -314,6 +382,15 @@ def _startable(runs):
     """Queued runs leave out the retries, catch-ups of paused schedules: they wait (a
     manual run is an operator's explicit ask, and runs whatever the status)."""
     return runs.exclude(Q(schedule__status=ScheduleStatus.PAUSED) & ~Q(reason=RunReason.MANUAL))
+
+
+def _unfit(run: Run, tasks: Registry) -> str:
+    """Why a queued run's kwargs cannot reach its task, or ""."""
+    problem = kwargs_problem(run.kwargs)
+    if problem:
+        return problem
+    declaration = tasks.get(run.task_name)
+    return signature_problem(declaration.func, run.kwargs) if declaration else ""
 
 
 def _unrunnable(run: Run, tasks: Registry) -> str:

@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 
 from django.db import transaction
 
+from ..caps import cap_error, cap_traceback
 from ..choices import ERROR_OUTCOMES
 from ..models import Run, RunReason, RunStatus, Schedule, ScheduleStatus
 from . import dispatch
@@ -54,8 +55,8 @@ def finish_runs(*, items: list[tuple[Run, dict]], now: datetime) -> list[tuple]:
                 continue
             run.status, run.finished_at = outcome["status"], now
             run.error, run.traceback, run.result = (
-                outcome["error"],
-                outcome["traceback"],
+                cap_error(outcome["error"]),
+                cap_traceback(outcome["traceback"]),
                 outcome["result"],
             )
             finished.append(run)
@@ -70,7 +71,7 @@ def finish_runs(*, items: list[tuple[Run, dict]], now: datetime) -> list[tuple]:
                 retry.parent_id = run.pk
                 retry.dispatch = run.dispatch
                 retries.append(retry)
-            elif schedule is not None and schedule.trigger.get("kind") not in ("interval", "cron"):
+            elif schedule is not None and _kind(schedule.trigger) not in ("interval", "cron"):
                 completing.append(schedule.pk)
             results.append((run, retry))
         waiting = ["status", "started_at", "scheduler", "not_before", "error"]
@@ -87,6 +88,11 @@ def finish_runs(*, items: list[tuple[Run, dict]], now: datetime) -> list[tuple]:
         for retry in retries:
             dispatch.enqueue(retry, run_after=retry.not_before)
     return results
+
+
+def _kind(spec: object) -> object:
+    # A corrupt stored spec (a list, a string) must not break recording a manual run.
+    return spec.get("kind") if isinstance(spec, dict) else None
 
 
 def record_on_schedules(runs: list[Run]) -> None:

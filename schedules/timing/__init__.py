@@ -10,11 +10,15 @@ from __future__ import annotations
 from .base import Trigger
 from .cron import Cron
 from .errors import InvalidTrigger
+from .limits import DEFAULT_LIMITS, BudgetExceeded, Limits
 from .preview import display_zone, own_zone, preview_times
 from .triggers import Compound, Date, Interval, instant_from_text, trigger_from_spec
 from .zones import get_zone
 
 __all__ = [
+    "DEFAULT_LIMITS",
+    "BudgetExceeded",
+    "Limits",
     "Compound",
     "Cron",
     "Date",

@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 from itertools import islice
 
 from .errors import InvalidTrigger
+from .limits import DEFAULT_LIMITS, metered
 
 MAX_PREVIEW = 1000
 
@@ -52,4 +53,7 @@ class Trigger(ABC):
         """The next `n` slots after `after` (fewer if the trigger runs out)."""
         if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= MAX_PREVIEW:
             raise InvalidTrigger(f"preview count must be a whole number from 1 to {MAX_PREVIEW}")
-        return list(islice(self.iter_fires(after), n))
+        # One search budget for the whole preview, however the trigger nests.
+        limits = getattr(self, "limits", DEFAULT_LIMITS)
+        with metered(limits.search_budget):
+            return list(islice(self.iter_fires(after), n))

@@ -26,6 +26,9 @@ MACROS = {
     "@hourly": "0 * * * *",
 }
 
+# A hard ceiling for any caller; specs from users are held to Limits.max_text first.
+MAX_EXPRESSION = 1024
+
 MONTH_NAMES = {name: i for i, name in enumerate(calendar.month_abbr) if name}
 MONTH_NAMES = {name.upper(): i for name, i in MONTH_NAMES.items()}
 DAY_NAMES = {"SUN": 0, "MON": 1, "TUE": 2, "WED": 3, "THU": 4, "FRI": 5, "SAT": 6}
@@ -127,21 +130,33 @@ def _nearest_weekday(day: int, length: int, dow: int) -> int:
     return day
 
 
+def _is_number(text: str) -> bool:
+    """ASCII digits only: str.isdigit() also accepts '²' and other digits int() refuses."""
+    return text.isascii() and text.isdigit()
+
+
+def _number(text: str) -> int:
+    # Leading zeros aside, no field value has more than a few digits; a long run of
+    # digits is out of range without converting it (int() refuses 4,300+ digits).
+    stripped = text.lstrip("0") or "0"
+    return int(stripped) if len(stripped) <= 6 else 10**6
+
+
 def _value(text: str, f: _Field) -> int:
     if text.upper() in f.names:
         return f.names[text.upper()]
-    if not text.isdigit():
+    if not _is_number(text):
         raise InvalidTrigger(f"{f.name} '{text}' is not a number" + (" or name" if f.names else ""))
-    value = int(text)
+    value = _number(text)
     if not f.lo <= value <= f.hi:
         raise InvalidTrigger(f"{f.name} {value} is out of range {f.lo}-{f.hi}")
     return value
 
 
 def _step(text: str, f: _Field) -> int:
-    if not text.isdigit():
+    if not _is_number(text):
         raise InvalidTrigger(f"{f.name} step '{text}' is not a number")
-    step = int(text)
+    step = _number(text)
     if step < 1:
         raise InvalidTrigger(f"{f.name} step {step} must be at least 1")
     return step
@@ -184,6 +199,8 @@ def parse_cron(expression: str) -> CronFields:
     """Parse and validate an expression; raise InvalidTrigger naming the field."""
     if not isinstance(expression, str):
         raise InvalidTrigger("cron expression must be a string")
+    if len(expression) > MAX_EXPRESSION:
+        raise InvalidTrigger(f"cron expression is longer than {MAX_EXPRESSION} characters")
     text = " ".join(expression.split())
     if not text:
         raise InvalidTrigger("cron expression is empty")
@@ -211,7 +228,7 @@ def parse_cron(expression: str) -> CronFields:
             dom_last_weekday = True
         elif term.endswith("W"):
             day = term[:-1]
-            if not day.isdigit():
+            if not _is_number(day):
                 raise InvalidTrigger(
                     f"day-of-month '{term}': W needs a single day, as in 15W (or LW)"
                 )
@@ -230,9 +247,9 @@ def parse_cron(expression: str) -> CronFields:
         elif "#" in term:
             day_text, _, nth_text = term.partition("#")
             day = _value(day_text, DAY_OF_WEEK) % 7
-            if not nth_text.isdigit() or not 1 <= int(nth_text) <= 5:
+            if not _is_number(nth_text) or not 1 <= _number(nth_text) <= 5:
                 raise InvalidTrigger(f"day-of-week '{term}': the number after # must be 1-5")
-            dow_nth.add((day, int(nth_text)))
+            dow_nth.add((day, _number(nth_text)))
         elif term == "L":
             raise InvalidTrigger("day-of-week 'L' needs a day before it, as in 5L (last Friday)")
         else:

@@ -14,26 +14,49 @@ from .base import Trigger
 from .cron import Cron
 from .describe import describe_duration
 from .errors import InvalidTrigger
+from .limits import DEFAULT_LIMITS, Limits, current_meter, metered
 from .zones import get_zone, is_imaginary, require_aware, to_utc, zone_name
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 ONE_MICROSECOND = timedelta(microseconds=1)
-# Compound(all) gives up after this many rounds of "advance the laggards";
-# each round moves past at least one child slot.
-ALL_SEARCH_ROUNDS = 10_000
-MAX_DEPTH = 64
-MAX_NODES = 1_000
 
 
-def _seconds(value: object, what: str) -> timedelta:
+def _seconds(value: object, what: str, limits: Limits = DEFAULT_LIMITS) -> timedelta:
     if isinstance(value, timedelta):
         return value
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, int | float):
         raise InvalidTrigger(f"{what} must be a number of seconds")
+    # A huge int is refused before any float conversion (which would overflow).
+    if isinstance(value, int) and abs(value) > limits.max_seconds:
+        raise InvalidTrigger(f"{what} is too large (at most {limits.max_seconds:g} seconds)")
+    if not math.isfinite(value):
+        raise InvalidTrigger(f"{what} must be a number of seconds")
+    if abs(value) > limits.max_seconds:
+        raise InvalidTrigger(f"{what} is too large (at most {limits.max_seconds:g} seconds)")
     try:
         return timedelta(seconds=value)
     except OverflowError:
         raise InvalidTrigger(f"{what} {value} is too large") from None
+
+
+def _text(value: object, what: str, limits: Limits) -> str:
+    """A string field of a spec: bounded, and storable and printable everywhere."""
+    if not isinstance(value, str):
+        raise InvalidTrigger(f"{what} must be a string")
+    if len(value) > limits.max_text:
+        raise InvalidTrigger(f"{what} is longer than {limits.max_text} characters")
+    return _storable(value, what)
+
+
+def _storable(value: str, what: str) -> str:
+    """Refuse what PostgreSQL's jsonb or a page cannot hold: NUL, lone surrogates."""
+    if "\x00" in value:
+        raise InvalidTrigger(f"{what} contains a NUL character")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidTrigger(f"{what} contains a lone surrogate (not valid Unicode)") from None
+    return value
 
 
 def _splitmix64(x: int) -> int:
@@ -74,6 +97,7 @@ class Interval(Trigger):
             raise InvalidTrigger("interval jitter must be less than every")
         if not isinstance(self.seed, str):
             raise InvalidTrigger("interval seed must be a string")
+        _storable(self.seed, "interval seed")
         object.__setattr__(self, "every", every)
         object.__setattr__(self, "jitter", jitter)
         object.__setattr__(self, "anchor", anchor)
@@ -147,9 +171,17 @@ class Date(Trigger):
 
     def __post_init__(self) -> None:
         require_aware(self.at, "date 'at'")
+        try:
+            to_utc(self.at)
+        except OverflowError:
+            raise InvalidTrigger(f"date 'at' {self.at.isoformat()} is out of range") from None
 
     def iter_fires(self, after: datetime) -> Iterator[datetime]:
-        if to_utc(self.at) > to_utc(require_aware(after, "after")):
+        try:
+            later = to_utc(self.at) > to_utc(require_aware(after, "after"))
+        except OverflowError:
+            return
+        if later:
             yield self.at
 
     def to_spec(self) -> dict:
@@ -175,6 +207,7 @@ class Compound(Trigger):
 
     mode: str
     children: tuple[Trigger, ...]
+    limits: Limits = field(default=DEFAULT_LIMITS, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.mode not in ("any", "all"):
@@ -186,19 +219,27 @@ class Compound(Trigger):
             if not isinstance(child, Trigger):
                 raise InvalidTrigger("compound children must be triggers")
         object.__setattr__(self, "children", children)
-        if _depth(self) > MAX_DEPTH:
-            raise InvalidTrigger(f"compound triggers nest deeper than {MAX_DEPTH} levels")
-        if _size(self) > MAX_NODES:
-            raise InvalidTrigger(f"compound trigger has more than {MAX_NODES} parts")
-        if self.mode == "all" and _next_common(children, EPOCH) is None:
+        limits = self.limits
+        if len(children) > limits.max_children:
             raise InvalidTrigger(
-                "compound 'all' never fires: its children have no instant in common "
-                f"within {ALL_SEARCH_ROUNDS} candidate slots"
+                f"compound '{self.mode}' has {len(children)} children "
+                f"(at most {limits.max_children})"
+            )
+        if _depth(self) > limits.max_depth:
+            raise InvalidTrigger(f"compound triggers nest deeper than {limits.max_depth} levels")
+        if _size(self) > limits.max_nodes:
+            raise InvalidTrigger(f"compound trigger has more than {limits.max_nodes} parts")
+        if self.mode == "all" and _next_common(children, EPOCH, limits) is None:
+            raise InvalidTrigger(
+                "compound 'all' never fires: a child has no slot left to share with the others"
             )
 
     def iter_fires(self, after: datetime) -> Iterator[datetime]:
         require_aware(after, "after")
         if self.mode == "any":
+            meter = current_meter()
+            if meter is not None:
+                meter.spend(len(self.children))
             streams = [child.iter_fires(after) for child in self.children]
             last = None
             for instant in merge(*streams, key=to_utc):
@@ -206,7 +247,7 @@ class Compound(Trigger):
                     last = to_utc(instant)
                     yield instant
             return
-        while (instant := _next_common(self.children, after)) is not None:
+        while (instant := _next_common(self.children, after, self.limits)) is not None:
             yield instant
             after = instant
 
@@ -234,75 +275,114 @@ def _size(trigger: Trigger) -> int:
     return 1
 
 
-def _next_common(children: tuple[Trigger, ...], after: datetime) -> datetime | None:
-    """The earliest instant after `after` at which every child fires, if found."""
+def _next_common(children: tuple[Trigger, ...], after: datetime, limits: Limits) -> datetime | None:
+    """The earliest instant after `after` at which every child fires; None if a child
+    runs out of slots. Raises BudgetExceeded when the search outgrows its budget.
+
+    Each round asks every child for its next slot after the lower bound and moves
+    the bound to the latest; every child asked costs one step of the meter, which
+    nested compounds share, so nesting cannot multiply the work past the budget.
+    """
     lower = after
-    for _ in range(ALL_SEARCH_ROUNDS):
-        slots = []
-        for child in children:
-            slot = child.next_fire(lower)
-            if slot is None:
-                return None
-            slots.append(slot)
-        latest = max(slots, key=to_utc)
-        latest_utc = to_utc(latest)
-        if all(to_utc(slot) == latest_utc for slot in slots):
-            return latest
-        lower = latest_utc - ONE_MICROSECOND
-    return None
+    with metered(limits.search_budget) as meter:
+        while True:
+            meter.spend(len(children))
+            slots = []
+            for child in children:
+                slot = child.next_fire(lower)
+                if slot is None:
+                    return None
+                slots.append(slot)
+            latest = max(slots, key=to_utc)
+            latest_utc = to_utc(latest)
+            if all(to_utc(slot) == latest_utc for slot in slots):
+                return latest
+            lower = latest_utc - ONE_MICROSECOND
 
 
 # ---------------------------------------------------------------- specs
 
 
-def trigger_from_spec(spec: dict | str) -> Trigger:
-    """Build a trigger from its JSON spec (a dict, or a JSON string)."""
+def trigger_from_spec(spec: dict | str, limits: Limits = DEFAULT_LIMITS) -> Trigger:
+    """Build a trigger from its JSON spec (a dict, or a JSON string), within `limits`.
+
+    Every problem, however odd the input (deep nesting, huge numbers, Unicode
+    digits, dates out of range), is an InvalidTrigger naming the field.
+    """
     if isinstance(spec, str):
+        if len(spec) > limits.max_spec_bytes:
+            raise InvalidTrigger(f"trigger spec is longer than {limits.max_spec_bytes} characters")
         try:
             spec = json.loads(spec)
         except json.JSONDecodeError as exc:
             raise InvalidTrigger(f"trigger spec is not valid JSON: {exc.msg}") from None
-    return _from_spec(spec, "trigger", 0)
+        except (ValueError, RecursionError) as exc:  # 4,300+ digit numbers, deep nesting
+            raise InvalidTrigger(f"trigger spec is not valid JSON: {exc}") from None
+    counter = [0]
+    # One budget for every compound 'all' the spec builds: nesting cannot multiply it.
+    with metered(limits.search_budget):
+        return _from_spec(spec, "trigger", 0, limits, counter)
 
 
-def _from_spec(spec: object, path: str, depth: int) -> Trigger:
+def _from_spec(spec: object, path: str, depth: int, limits: Limits, counter: list[int]) -> Trigger:
     if not isinstance(spec, dict):
         raise InvalidTrigger(f"{path}: a trigger spec must be a JSON object")
-    if depth > MAX_DEPTH:
-        raise InvalidTrigger(f"{path}: compound triggers nest deeper than {MAX_DEPTH} levels")
-    kind = spec.get("kind")
-    allowed = _SPEC_KEYS.get(kind)
-    if allowed is None:
+    if depth > limits.max_depth:
         raise InvalidTrigger(
-            f"{path}: unknown kind {kind!r} (expected interval, cron, date or compound)"
+            f"{path}: compound triggers nest deeper than {limits.max_depth} levels"
         )
-    unknown = sorted(set(spec) - allowed - {"kind"})
+    counter[0] += 1
+    if counter[0] > limits.max_nodes:
+        raise InvalidTrigger(f"{path}: the trigger has more than {limits.max_nodes} parts")
+    kind = spec.get("kind")
+    allowed = _SPEC_KEYS.get(kind) if isinstance(kind, str) else None
+    if allowed is None:
+        shown = kind if isinstance(kind, str | None) else type(kind).__name__
+        if isinstance(shown, str):
+            shown = shown[:40]
+        raise InvalidTrigger(
+            f"{path}: unknown kind {shown!r} (expected interval, cron, date or compound)"
+        )
+    unknown = sorted(str(key)[:40] for key in set(spec) - allowed - {"kind"})
     if unknown:
-        raise InvalidTrigger(f"{path}: unknown {kind} field(s): {', '.join(unknown)}")
+        raise InvalidTrigger(f"{path}: unknown {kind} field(s): {', '.join(unknown[:5])}")
     try:
         if kind == "interval":
-            return _interval_from_spec(spec, path)
+            return _interval_from_spec(spec, limits)
         if kind == "cron":
             if "expression" not in spec:
                 raise InvalidTrigger("cron spec needs 'expression'")
-            return Cron(spec["expression"], spec.get("tz", "UTC"))
+            expression = spec["expression"]
+            if not isinstance(expression, str):
+                raise InvalidTrigger("cron expression must be a string")
+            _text(expression, "cron expression", limits)
+            return Cron(expression, _text(spec.get("tz", "UTC"), "cron tz", limits))
         if kind == "date":
-            return _date_from_spec(spec)
+            return _date_from_spec(spec, limits)
         children = spec.get("children")
         if not isinstance(children, list):
             raise InvalidTrigger("compound spec needs 'children', a list of trigger specs")
+        if len(children) > limits.max_children:
+            raise InvalidTrigger(
+                f"compound has {len(children)} children (at most {limits.max_children})"
+            )
+        mode = spec.get("mode")
+        if mode not in ("any", "all"):
+            shown = mode[:40] if isinstance(mode, str) else mode
+            raise InvalidTrigger(f"compound mode must be 'any' or 'all', got {shown!r}")
         return Compound(
-            spec.get("mode"),
+            mode,
             tuple(
-                _from_spec(child, f"{path}.children[{i}]", depth + 1)
+                _from_spec(child, f"{path}.children[{i}]", depth + 1, limits, counter)
                 for i, child in enumerate(children)
             ),
+            limits,
         )
     except InvalidTrigger as exc:
         message = str(exc)
         if message.startswith(path):
             raise
-        raise InvalidTrigger(f"{path}: {message}") from None
+        raise type(exc)(f"{path}: {message}") from None
 
 
 _SPEC_KEYS = {
@@ -313,33 +393,47 @@ _SPEC_KEYS = {
 }
 
 
-def _interval_from_spec(spec: dict, path: str) -> Interval:
+def _interval_from_spec(spec: dict, limits: Limits) -> Interval:
     if "every" not in spec:
         raise InvalidTrigger("interval spec needs 'every' (seconds)")
     anchor = spec.get("anchor")
     return Interval(
-        every=_seconds(spec["every"], "interval every"),
-        jitter=_seconds(spec.get("jitter", 0), "interval jitter"),
-        anchor=EPOCH if anchor is None else _parse_instant(anchor, "interval anchor", None),
-        seed=spec.get("seed", ""),
+        every=_seconds(spec["every"], "interval every", limits),
+        jitter=_seconds(spec.get("jitter", 0), "interval jitter", limits),
+        anchor=EPOCH if anchor is None else _parse_instant(anchor, "interval anchor", None, limits),
+        seed=_text(spec.get("seed", ""), "interval seed", limits),
     )
 
 
-def _date_from_spec(spec: dict) -> Date:
+def _date_from_spec(spec: dict, limits: Limits) -> Date:
     if "at" not in spec:
         raise InvalidTrigger("date spec needs 'at' (ISO-8601)")
     tz = spec.get("tz")
-    return Date(_parse_instant(spec["at"], "date 'at'", tz))
+    if tz is not None:
+        _text(tz, "date tz", limits)
+    return Date(_parse_instant(spec["at"], "date 'at'", tz, limits))
 
 
-def _parse_instant(value: object, what: str, tz: str | None) -> datetime:
+def _parse_instant(
+    value: object, what: str, tz: str | None, limits: Limits = DEFAULT_LIMITS
+) -> datetime:
     """An ISO-8601 string with an offset, or a local time plus an IANA zone."""
     if not isinstance(value, str):
         raise InvalidTrigger(f"{what} must be an ISO-8601 string")
+    _text(value, what, limits)
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:
         raise InvalidTrigger(f"{what} '{value}' is not an ISO-8601 date and time") from None
+    try:
+        instant = _localized(parsed, what, value, tz)
+        to_utc(instant)  # a time whose UTC is before year 1 or after 9999 is refused here
+    except OverflowError:
+        raise InvalidTrigger(f"{what} '{value}' is out of range") from None
+    return instant
+
+
+def _localized(parsed: datetime, what: str, value: str, tz: str | None) -> datetime:
     if tz is not None:
         zone = get_zone(tz)
         if parsed.tzinfo is not None:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest
+from django.http import Http404, HttpRequest
 from django.shortcuts import get_object_or_404
 
 from ..models import Run, Schedule
+from .params import valid_id
 
 VIEW = "schedules.view_schedule"
 OPERATE = "schedules.operate_schedule"
@@ -23,6 +24,8 @@ def require(request: HttpRequest, perm: str) -> None:
 def schedule_for(request: HttpRequest, pk: int, perm: str = VIEW) -> Schedule:
     """The schedule, if the user may view it and has `perm`: 404 unknown, 403 not allowed."""
     require(request, VIEW)
+    if not valid_id(pk):  # beyond the database's integers: no such schedule, not a crash
+        raise Http404("no such schedule")
     schedule = get_object_or_404(Schedule, pk=pk)
     require(request, perm)
     return schedule

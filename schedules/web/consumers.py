@@ -4,15 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from datetime import datetime
+from datetime import UTC, datetime
+from importlib import import_module
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
+from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY, get_user_model
+from django.utils.crypto import constant_time_compare
 
+from ..conf import setting
 from ..events import ALL_RUNS_GROUP, RunEvent, schedule_group
 from . import fragments
 from .access import VIEW, abilities
+from .params import parse_id, parse_ids
 
 logger = logging.getLogger(__name__)
 
@@ -35,14 +41,17 @@ class RunEventsConsumer(AsyncWebsocketConsumer):
         if user is None or not user.is_authenticated or not await _can_view(user):
             await self.close(code=4403)
             return
-        query = parse_qs(self.scope.get("query_string", b"").decode())
+        # Whatever the query holds (bad UTF-8, huge or Unicode-digit ids) is parsed
+        # without raising: unknown values fall back, bad ids are ignored.
+        raw = self.scope.get("query_string", b"")[:8192]
+        query = parse_qs(raw.decode("utf-8", "replace"))
         self.view = (query.get("view") or ["log"])[0]
         if self.view not in VIEWS:
             self.view = "log"
-        schedule = (query.get("schedule") or [""])[0]
-        page = [int(i) for i in (query.get("schedules") or [""])[0].split(",") if i.isdigit()]
-        if schedule.isdigit():
-            self.groups = [schedule_group(int(schedule))]
+        schedule = parse_id((query.get("schedule") or [""])[0])
+        page = parse_ids((query.get("schedules") or [""])[0].split(","), MAX_PAGE_SCHEDULES)
+        if schedule is not None:
+            self.groups = [schedule_group(schedule)]
         elif self.view == "list":
             self.groups = [schedule_group(i) for i in page[:MAX_PAGE_SCHEDULES]]
         else:
@@ -54,26 +63,42 @@ class RunEventsConsumer(AsyncWebsocketConsumer):
         for group in self.groups:
             await self.channel_layer.group_add(group, self.channel_name)
         await self.accept()
+        # A socket outlives the page: it is closed once its user logs out or loses
+        # the view permission (checked every SILLO_WS_RECHECK_INTERVAL seconds).
+        self._recheck = asyncio.ensure_future(self._recheck_forever())
         since = (query.get("since") or [""])[0]
-        after = (query.get("after") or ["0"])[0]
-        if self.view == "log" and since and after.isdigit():
+        after_text = (query.get("after") or ["0"])[0]
+        after = 0 if after_text == "0" else parse_id(after_text)
+        if self.view == "log" and since and after is not None:
             try:
-                moment = datetime.fromisoformat(since)
-            except ValueError:
+                moment = datetime.fromisoformat(since[:64]).astimezone(UTC)
+            except (ValueError, OverflowError):  # not a time, or beyond year 1..9999 in UTC
                 return
-            missed = await fragments.log_rows_since(
-                since=moment,
-                after=int(after),
-                schedule_id=int(schedule) if schedule.isdigit() else None,
-            )
+            missed = await fragments.log_rows_since(since=moment, after=after, schedule_id=schedule)
             for html in missed:
                 await self.send(text_data=html)
 
     async def disconnect(self, code: int) -> None:
+        recheck = getattr(self, "_recheck", None)
+        if recheck is not None:
+            recheck.cancel()
         for task in getattr(self, "_sending", ()):
             task.cancel()
         for group in getattr(self, "groups", []):
             await self.channel_layer.group_discard(group, self.channel_name)
+
+    async def _recheck_forever(self) -> None:
+        interval = setting("SILLO_WS_RECHECK_INTERVAL")
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                allowed = await still_allowed(self.scope)
+            except Exception:  # a database hiccup: try again next time, keep the socket
+                logger.warning("websocket access re-check failed", exc_info=True)
+                continue
+            if not allowed:
+                await self.close(code=4403)
+                return
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         """Actions go through HTTP (with CSRF and permissions); input here is ignored."""
@@ -118,6 +143,29 @@ class RunEventsConsumer(AsyncWebsocketConsumer):
                 del self._rows[schedule_id]
         if html:
             await self.send(text_data=html)
+
+
+@database_sync_to_async
+def still_allowed(scope: dict) -> bool:
+    """Whether the socket's user is still logged in (same session, same password)
+    and still has the view permission, read fresh from the database."""
+    user = scope.get("user")
+    if user is None or not user.is_authenticated:
+        return False
+    current = get_user_model()._default_manager.filter(pk=user.pk, is_active=True).first()
+    if current is None or not current.has_perm(VIEW):
+        return False
+    session = scope.get("session")
+    if session is None:
+        return True  # a scope without sessions (tests, custom stacks): the user check only
+    key = session.session_key
+    if not key:
+        return False
+    data = import_module(settings.SESSION_ENGINE).SessionStore(key).load()
+    if str(data.get(SESSION_KEY)) != str(user.pk):
+        return False  # logged out (the session was flushed) or another user now
+    # A changed password ends other sessions, as Django's own middleware does.
+    return constant_time_compare(data.get(HASH_SESSION_KEY, ""), current.get_session_auth_hash())
 
 
 @database_sync_to_async

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
-import json
 from zoneinfo import available_timezones
 
 from django import forms
@@ -11,6 +9,7 @@ from django import forms
 from ..choices import priority_value
 from ..models import Schedule
 from ..registry import OPTION_NAMES, registry
+from ..validation import InvalidKwargs, json_text, kwargs_from_text, signature_problem
 
 ZONES = sorted(available_timezones())
 
@@ -39,7 +38,7 @@ class ScheduleForm(forms.ModelForm):
         if self.instance.pk:
             self.fields["code"].disabled = True
             self.initial.setdefault("opened_version", self.instance.version)
-            self.initial["kwargs"] = json.dumps(self.instance.kwargs, indent=2, ensure_ascii=False)
+            self.initial["kwargs"] = json_text(self.instance.kwargs)
         else:
             self.initial.setdefault("kwargs", "{}")
         # An option left out (older clients, scripts) takes the model's default.
@@ -83,21 +82,18 @@ class ScheduleForm(forms.ModelForm):
         return self._or_default("rate_mode")
 
     def clean_kwargs(self) -> dict:
-        text = self.cleaned_data.get("kwargs") or "{}"
         try:
-            value = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise forms.ValidationError(f"not valid JSON: {exc.msg} (line {exc.lineno})") from None
-        if not isinstance(value, dict):
-            raise forms.ValidationError('must be a JSON object, such as {"region": "eu"}')
-        return value
+            return kwargs_from_text(self.cleaned_data.get("kwargs") or "{}")
+        except InvalidKwargs as exc:
+            raise forms.ValidationError(str(exc).removeprefix("kwargs: ")) from None
 
     def clean(self) -> dict:
         data = super().clean()
         declaration = registry.get(data.get("task_name") or "")
         if declaration is not None and isinstance(data.get("kwargs"), dict):
-            try:
-                inspect.signature(declaration.func).bind(**data["kwargs"])
-            except TypeError as exc:
-                self.add_error("kwargs", f"does not fit {declaration.name}: {exc}")
+            problem = signature_problem(declaration.func, data["kwargs"])
+            if problem:
+                self.add_error(
+                    "kwargs", f"does not fit {declaration.name}: {problem.removeprefix('kwargs: ')}"
+                )
         return data

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
+
+from ..timing import InvalidTrigger, get_zone
 
 
 class OperatorTimezoneMiddleware:
@@ -14,10 +15,15 @@ class OperatorTimezoneMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
+        # Anyone can set this cookie (a sibling subdomain too): a name that is not
+        # a zone (a folder such as "Europe", a path, junk) is ignored, never a 500.
         name = request.COOKIES.get("tz", "")
         try:
-            timezone.activate(ZoneInfo(name)) if name else timezone.deactivate()
-        except (ZoneInfoNotFoundError, ValueError):
+            if name and len(name) <= 64:
+                timezone.activate(get_zone(name))
+            else:
+                timezone.deactivate()
+        except InvalidTrigger:
             timezone.deactivate()
         try:
             return self.get_response(request)

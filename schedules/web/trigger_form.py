@@ -8,9 +8,11 @@ fields, so nothing the operator typed is lost.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
-from ..timing import InvalidTrigger, trigger_from_spec
+from ..timing import InvalidTrigger, Limits, Trigger
+from ..validation import parse_trigger, trigger_limits
 
 ROOT = "t"
 KINDS = [
@@ -21,7 +23,8 @@ KINDS = [
     ("all", "All of (AND)"),
 ]
 UNITS = {"seconds": 1, "minutes": 60, "hours": 3600, "days": 86400}
-MAX_CHILDREN = 20
+VALUE_NAMES = ("every", "unit", "jitter", "anchor", "expression", "tz", "at")
+_PATH = re.compile(r"^trigger((?:\.children\[\d+\])*): (.*)$", re.DOTALL)
 
 
 @dataclass
@@ -31,6 +34,7 @@ class Node:
     values: dict = field(default_factory=dict)
     children: list[Node] = field(default_factory=list)
     error: str = ""
+    trigger: Trigger | None = None  # the root's parsed trigger, once spec_from_node passes
 
     @property
     def is_compound(self) -> bool:
@@ -41,16 +45,31 @@ class Node:
         return self.prefix.count("-")
 
 
-def node_from_spec(spec: dict | None, prefix: str = ROOT) -> Node:
+def node_from_spec(spec: object, prefix: str = ROOT) -> Node:
+    """The builder's nodes for a stored spec; whatever is stored, never raises (a
+    broken record opens with what can be shown and the reason on the node)."""
+    try:
+        return _node_from_spec(spec, prefix, trigger_limits(), [0])
+    except (TypeError, ValueError, AttributeError, OverflowError, RecursionError):
+        return Node(prefix, "cron", {"expression": "", "tz": "UTC"},
+                    error="the stored trigger cannot be shown; enter a new one")  # fmt: skip
+
+
+def _node_from_spec(spec: object, prefix: str, limits: Limits, counter: list[int]) -> Node:
     spec = spec or {"kind": "cron", "expression": "0 9 * * 1-5", "tz": "UTC"}
+    if not isinstance(spec, dict):
+        raise TypeError("not a spec")
+    counter[0] += 1
+    if counter[0] > limits.max_nodes or prefix.count("-") > limits.max_depth:
+        raise ValueError("too large to show")
     kind = spec.get("kind")
     if kind == "compound":
         return Node(
             prefix,
             spec.get("mode", "any"),
             children=[
-                node_from_spec(child, f"{prefix}-{i}")
-                for i, child in enumerate(spec.get("children", []))
+                _node_from_spec(child, f"{prefix}-{i}", limits, counter)
+                for i, child in enumerate(list(spec.get("children", []))[: limits.max_children])
             ],
         )
     if kind == "interval":
@@ -71,22 +90,38 @@ def node_from_spec(spec: dict | None, prefix: str = ROOT) -> Node:
     )
 
 
-def node_from_data(data, prefix: str = ROOT, depth: int = 0) -> Node:
+def node_from_data(data, prefix: str = ROOT) -> Node:
+    """The node tree of posted fields, bounded by the trigger limits: never more
+    nodes, levels or children than a spec may have, and no value longer than one
+    may be (one character more, so the gate still says it is too long)."""
+    limits = trigger_limits()
+    counter = [0]
+    root = _node_from_data(data, prefix, 0, limits, counter)
+    if counter[0] > limits.max_nodes:
+        root.error = f"the trigger has more than {limits.max_nodes} parts"
+    return root
+
+
+def _node_from_data(data, prefix: str, depth: int, limits: Limits, counter: list[int]) -> Node:
+    counter[0] += 1
     kind = data.get(f"{prefix}-kind", "cron")
     if kind not in dict(KINDS):
         kind = "cron"
     node = Node(prefix, kind)
-    if node.is_compound and depth < 32:
+    if node.is_compound and depth < limits.max_depth:
         count = _int(data.get(f"{prefix}-count"), 0)
-        node.children = [
-            node_from_data(data, f"{prefix}-{i}", depth + 1)
-            for i in range(min(count, MAX_CHILDREN))
-        ]
+        for i in range(max(0, min(count, limits.max_children))):
+            if counter[0] >= limits.max_nodes:
+                counter[0] += 1  # one too many: refused as a whole
+                break
+            node.children.append(_node_from_data(data, f"{prefix}-{i}", depth + 1, limits, counter))
+    elif node.is_compound:
+        node.error = f"compound triggers nest deeper than {limits.max_depth} levels"
     else:
-        for name in ("every", "unit", "jitter", "anchor", "expression", "tz", "at"):
+        for name in VALUE_NAMES:
             value = data.get(f"{prefix}-{name}")
             if value is not None:
-                node.values[name] = value.strip()
+                node.values[name] = value.strip()[: limits.max_text + 1]
     return node
 
 
@@ -97,7 +132,12 @@ def apply_op(root: Node, op: str) -> Node:
         _seed_compounds(root)
     elif action == "add":
         parent = _find(root, target)
-        if parent is not None and parent.is_compound and len(parent.children) < MAX_CHILDREN:
+        if (
+            parent is not None
+            and parent.is_compound
+            and len(parent.children) < trigger_limits().max_children
+            and len(flatten(root)) < trigger_limits().max_nodes
+        ):
             parent.children.append(Node(f"{parent.prefix}-{len(parent.children)}"))
     elif action == "remove" and "-" in target:
         parent = _find(root, target.rsplit("-", 1)[0])
@@ -141,15 +181,40 @@ def _renumber(node: Node) -> None:
 
 
 def spec_from_node(node: Node) -> dict | None:
-    """The spec of a node tree; sets `error` on each node that is wrong. None if any is."""
+    """The spec of a node tree; sets `error` on each node that is wrong. None if any is.
+
+    Leaves are checked one by one (cheap, and every wrong one is marked); the
+    whole tree is then parsed once through the gate, so a compound's search runs
+    once within its budget, and its error lands on the node it names.
+    """
+    if any(n.error for n in flatten(node)):
+        return None  # refused while reading the fields (too many parts, too deep)
     spec = _spec(node)
-    return None if spec is None else _checked(node, spec)
+    if spec is None:
+        return None
+    try:
+        node.trigger = parse_trigger(spec)
+    except InvalidTrigger as exc:
+        _place_error(node, str(exc))
+        return None
+    return spec
+
+
+def _place_error(root: Node, message: str) -> None:
+    """Put the gate's message on the node its path names (`trigger.children[1]: ...`)."""
+    match = _PATH.match(message)
+    if match is None:
+        root.error = message
+        return
+    prefix = ROOT + "".join(f"-{i}" for i in re.findall(r"\[(\d+)\]", match.group(1)))
+    target = _find(root, prefix) or root
+    target.error = match.group(2).removeprefix("trigger: ")
 
 
 def _checked(node: Node, spec: dict) -> dict | None:
-    """`spec` if it builds a trigger; else None, with the reason on the node."""
+    """`spec` if this leaf builds a trigger; else None, with the reason on the node."""
     try:
-        trigger_from_spec(spec)
+        parse_trigger(spec)
     except InvalidTrigger as exc:
         node.error = str(exc).removeprefix("trigger: ")
         return None
@@ -164,9 +229,9 @@ def _spec(node: Node) -> dict | None:
         children = [_spec(child) for child in node.children]
         if any(child is None for child in children):
             return None
-        spec = {"kind": "compound", "mode": node.kind, "children": children}
-        # "all" can be wrong as a whole (children that never meet): say so here.
-        return _checked(node, spec) if node.kind == "all" else spec
+        # "all" can be wrong as a whole (children that never meet): the one parse
+        # of the whole tree in spec_from_node says so on this node.
+        return {"kind": "compound", "mode": node.kind, "children": children}
     v = node.values
     if node.kind == "interval":
         try:

@@ -32,6 +32,12 @@
     if (el) { el.textContent = text; el.className = "badge " + level; }
   }
 
+  // <select data-autosubmit> submits its form on change (no inline handlers: CSP).
+  document.addEventListener("change", function (event) {
+    var el = event.target;
+    if (el && el.matches && el.matches("select[data-autosubmit]") && el.form) el.form.submit();
+  });
+
   document.addEventListener("DOMContentLoaded", tick);
   document.addEventListener("htmx:afterSettle", tick);
   document.addEventListener("htmx:wsOpen", function () { socketState("live", "s-succeeded"); });

@@ -82,10 +82,16 @@ def log_in(page, server, username: str) -> None:
 
 def htmx_idle(page) -> None:
     """Wait until htmx has swapped and settled: new content gets its handlers on settle."""
-    page.wait_for_function(
+    # Polled with evaluate(): wait_for_function compiles its predicate with `new Function`,
+    # which the Content Security Policy (no 'unsafe-eval') refuses in the page.
+    busy = (
         "document.querySelectorAll('.htmx-request, .htmx-swapping, .htmx-settling, .htmx-added')"
-        ".length === 0"
+        ".length"
     )
+    for _ in range(300):
+        if page.evaluate(busy) == 0:
+            break
+        page.wait_for_timeout(20)
     page.wait_for_timeout(50)
 
 

@@ -159,12 +159,17 @@ def test_serve_runs_the_web_app_and_the_scheduler_in_one_process(site) -> None:
     port = free_port()
     site.manage("collectstatic", "--noinput", "-v0")  # as a deployment does
     site.schedule("tick", "test.echo", {"kind": "interval", "every": 1})
+    site.env["SILLO_HEALTH_TOKEN"] = "an-e2e-health-token"  # the details need it (or staff)
     process = site.start("--serve", f"127.0.0.1:{port}")
     site.wait_for("SELECT 1 FROM schedules_run WHERE status='succeeded'")
     deadline = time.monotonic() + 20
+    health = urllib.request.Request(
+        f"http://127.0.0.1:{port}/health/",
+        headers={"Authorization": "Bearer an-e2e-health-token"},
+    )
     while True:
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health/", timeout=5) as response:
+            with urllib.request.urlopen(health, timeout=5) as response:
                 body = json.loads(response.read())
                 status = response.status
             break

@@ -205,7 +205,7 @@ def test_pool_settings_out_of_range_are_refused_at_start_naming_the_setting(sett
     assert setting_problems() == ["SILLO_MIN_WORKERS must not exceed SILLO_MAX_WORKERS (3 > 2)"]
 
 
-def test_a_task_a_worker_cannot_import_is_reported_by_check() -> None:
+def test_a_task_a_worker_cannot_import_is_reported_by_check(db) -> None:
     from django.core.checks import run_checks
 
     from schedules.registry import task
@@ -216,7 +216,7 @@ def test_a_task_a_worker_cannot_import_is_reported_by_check() -> None:
         @task("test.closure")
         def closure() -> None: ...
 
-        messages = [m for m in run_checks() if m.id == "schedules.W004"]
+        messages = [m for m in run_checks() if m.id == "schedules.W005"]
         assert len(messages) == 1
         assert "defined inside a function" in messages[0].msg
     finally:

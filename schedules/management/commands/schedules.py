@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import getpass
-import json
 import time
 
 from django.core.management.base import BaseCommand, CommandError
@@ -24,15 +23,14 @@ from schedules.registry import registry
 from schedules.scheduler import process
 from schedules.selectors import LIST_FLAGS, scheduler_stats
 from schedules.timing import (
-    Cron,
     InvalidTrigger,
     Trigger,
     get_zone,
     instant_from_text,
     own_zone,
     preview_times,
-    trigger_from_spec,
 )
+from schedules.validation import InvalidKwargs, json_text, parse_trigger
 
 
 class Command(BaseCommand):
@@ -111,6 +109,7 @@ class Command(BaseCommand):
             getattr(self, f"handle_{str(options['action']).replace('-', '_')}")(**options)
         except (
             InvalidTrigger,
+            InvalidKwargs,
             services.InvalidTransition,
             services.RunRefused,
             services.CancelRefused,
@@ -124,7 +123,7 @@ class Command(BaseCommand):
             ) from None
 
     def emit(self, data: object) -> None:
-        self.stdout.write(json.dumps(data, ensure_ascii=False, indent=None))
+        self.stdout.write(json_text(data, indent=None))
 
     # ---------------------------------------------------------------- actions
 
@@ -335,6 +334,7 @@ def _trigger(expression: str | None, spec: str | None, tz: str | None) -> Trigge
         raise CommandError(
             "give either a cron expression or --spec, not both or neither", returncode=2
         )
+    # Through the validation gate, with the same limits as the dashboard.
     if spec is not None:
-        return trigger_from_spec(spec)
-    return Cron(expression, tz or "UTC")
+        return parse_trigger(spec)
+    return parse_trigger({"kind": "cron", "expression": expression, "tz": tz or "UTC"})

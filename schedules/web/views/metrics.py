@@ -23,8 +23,10 @@ def metrics(request: HttpRequest) -> HttpResponse:
         raise Http404("metrics are off (SILLO_METRICS)")
     if mode == "token":
         expected = f"Bearer {getattr(settings, 'SILLO_METRICS_TOKEN', '')}"
-        given = request.headers.get("Authorization", "")
-        if not settings.SILLO_METRICS_TOKEN or not hmac.compare_digest(given, expected):
+        # Bytes, not str: compare_digest refuses non-ASCII text with a TypeError.
+        given = request.headers.get("Authorization", "").encode("utf-8", "surrogateescape")
+        wanted = expected.encode("utf-8")
+        if not settings.SILLO_METRICS_TOKEN or not hmac.compare_digest(given, wanted):
             return HttpResponse(
                 "a bearer token is required\n", status=401, content_type="text/plain"
             )

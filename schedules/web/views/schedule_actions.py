@@ -12,6 +12,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from ... import services
 from ...models import Schedule, SchedulerInstance
 from .. import access
+from ..params import parse_ids
 from ..rows import build_rows
 
 ACTIONS = {
@@ -92,7 +93,7 @@ def bulk_action(request: HttpRequest) -> HttpResponse:
         return HttpResponse("unknown bulk action", status=400)
     access.require(request, access.VIEW)
     access.require(request, access.OPERATE)
-    ids = [int(i) for i in request.POST.getlist("selected") if i.isdigit()]
+    ids = parse_ids(request.POST.getlist("selected"))
     done, refused = 0, []
     for schedule in Schedule.objects.filter(pk__in=ids):
         try:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
@@ -12,6 +10,7 @@ from django.views.decorators.http import require_GET
 
 from ...defaults import differences
 from ...models import Run
+from ...validation import json_text
 from .. import access
 from ..charts import HEIGHT, WIDTH, duration_bars
 from ..rows import build_rows
@@ -41,8 +40,9 @@ def schedule_detail(request: HttpRequest, pk: int) -> HttpResponse:
     (row,) = build_rows([schedule], request.user)
     context = {
         "schedule": schedule,
-        "spec_json": json.dumps(schedule.trigger, indent=2, ensure_ascii=False),
-        "kwargs_json": json.dumps(schedule.kwargs, indent=2, ensure_ascii=False),
+        # Whatever is stored (lone surrogates, huge integers) prints: json_text never raises.
+        "spec_json": json_text(schedule.trigger),
+        "kwargs_json": json_text(schedule.kwargs),
         "row": row,
         "runs": runs,
         "next_times": next_times,

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
 from ... import services
+from ...conf import setting
 from ...registry import registry
-from ...timing import InvalidTrigger, get_zone, own_zone, preview_times, trigger_from_spec
+from ...timing import InvalidTrigger, get_zone, own_zone, preview_times
+from ...validation import InvalidKwargs
 from .. import access
 from ..forms import ZONES, ScheduleForm
 from ..trigger_form import (
@@ -55,6 +57,8 @@ def schedule_create(request: HttpRequest) -> HttpResponse:
             schedule = services.schedule_create(trigger=spec, by=request.user, **data)
         except InvalidTrigger as exc:
             node.error = str(exc)
+        except InvalidKwargs as exc:
+            form.add_error("kwargs", str(exc).removeprefix("kwargs: "))
         else:
             return redirect("schedule-detail", pk=schedule.pk)
     return _page(request, form, node, status=422)
@@ -90,6 +94,8 @@ def schedule_edit(request: HttpRequest, pk: int) -> HttpResponse:
             )
             form.add_error(None, f"{exc} {differences}".strip())
             status = 409
+        except InvalidKwargs as exc:
+            form.add_error("kwargs", str(exc).removeprefix("kwargs: "))
         else:
             return redirect("schedule-detail", pk=schedule.pk)
     return _page(request, form, node, schedule, status=status)
@@ -99,6 +105,8 @@ def schedule_edit(request: HttpRequest, pk: int) -> HttpResponse:
 def trigger_editor(request: HttpRequest) -> HttpResponse:
     """Re-render the builder after adding, removing or re-kinding a node, and its preview."""
     access.require(request, access.VIEW)
+    if too_many := _too_many_fields(request):
+        return too_many
     node = apply_op(node_from_data(request.POST), request.POST.get("op", ""))
     context = {"kinds": KINDS, "units": list(UNITS), "zones": ZONES, "oob": True}
     context.update(_preview_context(request, node))
@@ -109,8 +117,18 @@ def trigger_editor(request: HttpRequest) -> HttpResponse:
 def trigger_preview(request: HttpRequest) -> HttpResponse:
     """Human text and the next fire times as the operator types; errors per node."""
     access.require(request, access.VIEW)
+    if too_many := _too_many_fields(request):
+        return too_many
     context = _preview_context(request, node_from_data(request.POST))
     return TemplateResponse(request, "schedules/_preview.html", context)
+
+
+def _too_many_fields(request: HttpRequest) -> HttpResponse | None:
+    """A builder request is bounded before it is read (SILLO_BUILDER_MAX_FIELDS)."""
+    limit = setting("SILLO_BUILDER_MAX_FIELDS")
+    if len(request.POST) > limit:
+        return HttpResponseBadRequest(f"the trigger has more than {limit} fields")
+    return None
 
 
 def _preview_context(request: HttpRequest, node) -> dict:
@@ -118,19 +136,24 @@ def _preview_context(request: HttpRequest, node) -> dict:
     context = {"node": node, "nodes": flatten(node), "times": [], "text": ""}
     if spec is None:
         return context
-    trigger = trigger_from_spec(spec)
+    trigger = node.trigger
     try:
         chosen = get_zone(request.POST.get("tz") or "UTC")
     except InvalidTrigger:
         chosen = get_zone("UTC")
     zone = own_zone(trigger, chosen)
+    try:
+        times = preview_times(
+            trigger,
+            count=10,
+            after=timezone.now(),
+            zone=zone,
+            operator_zone=timezone.get_current_timezone(),
+        )
+    except InvalidTrigger as exc:  # the search budget ran out past the first slots
+        node.error = str(exc).removeprefix("trigger: ")
+        return context
     context["text"] = trigger.describe()
-    context["times"] = preview_times(
-        trigger,
-        count=10,
-        after=timezone.now(),
-        zone=zone,
-        operator_zone=timezone.get_current_timezone(),
-    )
+    context["times"] = times
     context["zone"] = zone.key
     return context
