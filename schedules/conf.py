@@ -1,4 +1,8 @@
-"""Scheduler settings, with defaults; override any of them in Django settings."""
+"""The app's settings, all prefixed SILLO_, with their defaults in this one place.
+
+A host overrides any of them in its Django settings; none is required.
+`setting(name)` is the one way the app reads them.
+"""
 
 from __future__ import annotations
 
@@ -22,6 +26,9 @@ DEFAULTS: dict[str, Any] = {
     "SILLO_HEALTH_ERROR_RATE": 0.5,
     "SILLO_HEALTH_WINDOW": 3600.0,
     "SILLO_METRICS_WINDOW": 300.0,
+    # Prometheus /metrics: "off", "token" (Authorization: Bearer SILLO_METRICS_TOKEN) or "public".
+    "SILLO_METRICS": "off",
+    "SILLO_METRICS_TOKEN": "",
     "SILLO_MIDDLEWARE": [
         "schedules.scheduler.pipeline.log_run",
         "schedules.scheduler.pipeline.retry",

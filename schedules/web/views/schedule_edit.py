@@ -53,7 +53,7 @@ def schedule_create(request: HttpRequest) -> HttpResponse:
         except InvalidTrigger as exc:
             node.error = str(exc)
         else:
-            return redirect("schedule-detail", pk=schedule.pk)
+            return redirect("schedules:schedule-detail", pk=schedule.pk)
     return _page(request, form, node, status=422)
 
 
@@ -74,7 +74,7 @@ def schedule_edit(request: HttpRequest, pk: int) -> HttpResponse:
         except InvalidTrigger as exc:
             node.error = str(exc)
         else:
-            return redirect("schedule-detail", pk=schedule.pk)
+            return redirect("schedules:schedule-detail", pk=schedule.pk)
     return _page(request, form, node, schedule, status=422)
 
 
