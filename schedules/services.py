@@ -126,7 +126,14 @@ def schedule_create(
     now: datetime | None = None,
     **options: object,
 ) -> Schedule:
-    """Create an active schedule; raises InvalidTrigger for a bad trigger spec."""
+    """Create an active schedule; raises InvalidTrigger for a bad trigger spec.
+
+    Where the caller does not choose, runs go where the task's declaration says
+    (a Django task's to its own backend).
+    """
+    declaration = registry.get(task_name)
+    if declaration is not None:
+        options.setdefault("dispatch", declaration.options.dispatch)
     parsed = normalize_trigger(trigger, code=code)
     schedule = Schedule(
         code=code,

@@ -38,7 +38,7 @@ class ScheduleForm(forms.ModelForm):
             self.initial["kwargs"] = json.dumps(self.instance.kwargs, indent=2, ensure_ascii=False)
         else:
             self.initial.setdefault("kwargs", "{}")
-        # Older clients and scripts post no dispatch: the model's default applies.
+        # Older clients and scripts post no dispatch: the task's, else the model's default.
         self.fields["dispatch"].required = False
         self.fields["tz"].widget = forms.TextInput(attrs={"list": "zones"})
         self.fields["tz"].required = False
@@ -68,6 +68,8 @@ class ScheduleForm(forms.ModelForm):
     def clean(self) -> dict:
         data = super().clean()
         declaration = registry.get(data.get("task_name") or "")
+        if declaration is not None and not self.data.get("dispatch"):
+            data["dispatch"] = declaration.options.dispatch  # where the task's runs go
         if declaration is not None and isinstance(data.get("kwargs"), dict):
             try:
                 inspect.signature(declaration.func).bind(**data["kwargs"])

@@ -39,7 +39,11 @@ def schedule_create(request: HttpRequest) -> HttpResponse:
         task = registry.get(request.GET.get("task", ""))
         spec = None
         if task is not None:
-            initial = {"task_name": task.name, "code": task.name.replace(".", "-")}
+            initial = {
+                "task_name": task.name,
+                "code": task.name.replace(".", "-"),
+                "dispatch": task.options.dispatch,
+            }
             if task.default_trigger is not None:
                 spec = task.default_trigger.to_spec()
         return _page(request, ScheduleForm(initial=initial), node_from_spec(spec))
