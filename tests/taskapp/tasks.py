@@ -79,8 +79,8 @@ def django_cleanup(days: int = 30) -> int:
 schedules.schedule(django_cleanup)  # named by its dotted path: tests.taskapp.tasks.django_cleanup
 
 
-# A Django task on the database backend (db_worker in the production pass).
+# A Django task on the database backend's "nightly" queue (db_worker in the production pass).
 @schedules.task("test.django_db")
-@django_task(queue_name="default", priority=3)
+@django_task(queue_name="nightly", priority=3)
 def django_db(note: str = "") -> str:
     return f"ran on a worker: {note}"

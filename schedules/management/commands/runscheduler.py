@@ -7,7 +7,9 @@ import asyncio
 from typing import Any
 
 from channels.routing import get_default_application
+from django.apps import apps
 from django.conf import settings
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
 from django.core.management.base import BaseCommand, CommandError
 
@@ -26,10 +28,17 @@ def _address(value: str) -> tuple[str, int]:
 
 
 def served_application() -> Any:
-    """The project's ASGI_APPLICATION; without one, Django's app with the live pages' socket."""
+    """The project's ASGI_APPLICATION; without one, Django's app with the live pages' socket.
+
+    With DEBUG and staticfiles installed, static files are served too, as by runserver.
+    """
     if getattr(settings, "ASGI_APPLICATION", None):
-        return get_default_application()
-    return asgi_application(get_asgi_application())
+        application = get_default_application()
+    else:
+        application = asgi_application(get_asgi_application())
+    if settings.DEBUG and apps.is_installed("django.contrib.staticfiles"):
+        application = ASGIStaticFilesHandler(application)
+    return application
 
 
 class Command(BaseCommand):
