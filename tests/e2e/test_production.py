@@ -129,7 +129,7 @@ def test_a_django_task_scheduled_by_cron_runs_on_the_db_worker_of_its_queue(site
     assert (status, reason) == ("succeeded", "scheduled")
     assert "ran on a worker: by cron" in str(result)
     assert executed_by.startswith("worker-")
-    ((dispatch,),) = site.query("SELECT dispatch FROM schedules_schedule")
+    ((dispatch,),) = site.query("SELECT dispatch FROM schedules_schedule WHERE code = 'nightly-db'")
     assert dispatch == "enqueue"  # the task's choice: its runs go to its backend
     ((path, queue, priority, backend),) = site.wait_for(
         "SELECT task_path, queue_name, priority, backend_name "
