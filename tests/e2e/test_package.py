@@ -35,7 +35,8 @@ README = (ROOT / "README.md").read_text()
 PROJECT = "hostsite"
 PREFIX = "ops/scheduler/"
 
-pytestmark = pytest.mark.slow
+# The new project runs on its own SQLite database: once, in the SQLite pass.
+pytestmark = [pytest.mark.slow, pytest.mark.sqlite]
 
 
 def readme_section(title: str) -> str:
