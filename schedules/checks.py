@@ -1,6 +1,14 @@
-"""System checks: task declarations, and what a host project is missing.
+"""System checks: task declarations (warnings) and what a host project is missing.
 
-`manage.py check` reports these; the host-setup ones name the exact setting.
+Task declarations are all at warning level: `manage.py check` prints them and
+`check --fail-level WARNING` fails on them (CI should run that), but they
+never stop `migrate`, `runscheduler` or the CLI: a duplicate or a broken task
+module is excluded and flagged while every other task keeps running, so a
+deploy is never blocked by one bad task.
+
+A host's missing app, middleware or template engine is an error (E010-E012):
+the pages would fail at their first request, so `check` names the exact
+setting instead. No channel layer is a warning (W010): live updates are off.
 """
 
 from __future__ import annotations
@@ -14,31 +22,40 @@ from .registry import registry
 
 
 @register("schedules")
-def check_task_declarations(app_configs: object = None, **kwargs: object) -> list[Error]:
+def check_task_declarations(app_configs: object = None, **kwargs: object) -> list[CheckMessage]:
     errors = []
     for name in sorted(registry.duplicate_names()):
         places = ", ".join(d.qualname for d in registry.declarations[name])
         errors.append(
-            Error(
+            Warning(
                 f"task '{name}' is declared more than once: {places}",
                 hint="Rename one; every declaration of a duplicate name is excluded from runs.",
-                id="schedules.E001",
+                id="schedules.W001",
             )
         )
     for declaration in registry.all():
         for problem in declaration.problems:
             errors.append(
-                Error(
+                Warning(
                     f"task '{declaration.name}' ({declaration.qualname}): {problem}",
-                    id="schedules.E002",
+                    id="schedules.W002",
+                )
+            )
+    for declaration in registry.all():
+        if declaration.worker_problem:
+            errors.append(
+                Warning(
+                    f"task '{declaration.name}': {declaration.worker_problem}",
+                    hint="Its runs would fail in the worker process with this reason.",
+                    id="schedules.W004",
                 )
             )
     for module, failure in sorted(registry.failed_imports.items()):
         errors.append(
-            Error(
+            Warning(
                 f"task module {module} failed to import: {failure}",
                 hint="Its tasks are missing; their schedules show as orphans until it is fixed.",
-                id="schedules.E003",
+                id="schedules.W003",
             )
         )
     return errors

@@ -88,6 +88,13 @@ def newest_run_id() -> int:
     return Run.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
 
 
+def runs_waiting_for_a_worker(*, now: datetime, patience: float = 2.0) -> int:
+    """Queued runs whose time passed more than `patience` seconds ago: every worker is busy
+    (or no scheduler is alive, which the dashboard says separately)."""
+    overdue = now - timedelta(seconds=patience)
+    return Run.objects.queued().filter(not_before__lte=overdue, dispatch="inline").count()
+
+
 def run_totals() -> dict[str, int]:
     """Runs executed and errors so far, and runs in flight: cheap at any log size.
 
@@ -125,7 +132,7 @@ def schedule_counts() -> dict[str, int]:
 def health_report(*, now: datetime) -> tuple[bool, dict]:
     """(healthy, report) for `GET /health/`. Unhealthy: no scheduler alive, or recent
     errors over SILLO_HEALTH_ERROR_RATE."""
-    alive = list(SchedulerInstance.objects.alive(now=now))
+    alive = list(SchedulerInstance.objects.alive())
     runs = run_totals()
     window = setting("SILLO_HEALTH_WINDOW")
     recent, recent_errors = recent_error_rate(now=now, window=window)

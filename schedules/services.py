@@ -8,17 +8,17 @@ retries, completing a one-shot after its last run) lives in `scheduler/`.
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict
 from datetime import datetime
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.utils import timezone
 
+from . import defaults
 from .models import Run, RunReason, RunStatus, Schedule, ScheduleSource, ScheduleStatus
-from .registry import Registry, TaskDeclaration, registry
+from .registry import Registry, registry
 from .scheduler import dispatch
-from .timing import InvalidTrigger, Trigger, trigger_from_spec
+from .timing import InvalidTrigger, Trigger, display_zone, trigger_from_spec
 from .wake import wake_schedulers
 
 logger = logging.getLogger(__name__)
@@ -48,6 +48,10 @@ class InvalidTransition(ValueError):
 
 class RunRefused(ValueError):
     """A manual run that cannot be queued (orphan or duplicate task)."""
+
+
+class CancelRefused(ValueError):
+    """A run that cannot be cancelled (it already ended)."""
 
 
 def _transition(*, schedule: Schedule, to: str, now: datetime | None = None) -> Schedule:
@@ -94,11 +98,6 @@ def next_slot(schedule: Schedule, *, after: datetime) -> datetime | None:
         return schedule.get_trigger().next_fire(after)
     except InvalidTrigger:
         return None
-
-
-def display_zone(trigger: Trigger) -> str:
-    """The zone a schedule shows times in when none is chosen: its cron's, else UTC."""
-    return getattr(trigger, "tz", "UTC")
 
 
 def normalize_trigger(spec: dict | str, *, code: str) -> Trigger:
@@ -177,54 +176,16 @@ def schedule_delete(*, schedule: Schedule) -> None:
 
 
 def sync_code_defaults(*, tasks: Registry = registry, now: datetime | None = None) -> list[str]:
-    """Create the missing record of every code default; an existing record always wins."""
-    now = now or timezone.now()
-    created = []
-    runnable = tasks.runnable_names()
-    candidates = [
-        d for d in tasks.all() if d.default_trigger and not d.problems and d.name in runnable
-    ]
-    existing = set(
-        Schedule.objects.filter(code__in=[d.name for d in candidates]).values_list(
-            "code", flat=True
-        )
-    )
-    for declaration in candidates:
-        if declaration.name in existing:
-            continue
-        try:
-            with transaction.atomic():
-                _create_default(declaration, now)
-            created.append(declaration.name)
-        except IntegrityError:
-            pass  # another scheduler created it first
-    return created
-
-
-def _create_default(declaration: TaskDeclaration, now: datetime) -> Schedule:
-    trigger = declaration.default_trigger
-    return Schedule.objects.create(
-        code=declaration.name,
-        task_name=declaration.name,
-        trigger=trigger.to_spec(),
-        tz=display_zone(trigger),
-        source=ScheduleSource.CODE,
-        next_run_at=trigger.next_fire(now),
-        **asdict(declaration.options),
-    )
+    """Create missing code-default records and update the ones no operator changed."""
+    return defaults.sync_code_defaults(tasks=tasks, now=now)
 
 
 def schedule_reset_to_default(*, schedule: Schedule, tasks: Registry = registry) -> Schedule:
-    """Replace a record by its task's code default (deleting it has the same effect)."""
-    declaration = tasks.get(schedule.task_name)
-    if declaration is None or declaration.default_trigger is None or declaration.problems:
-        raise RunRefused(f"task '{schedule.task_name}' declares no valid code default")
-    with transaction.atomic():
-        Schedule.objects.filter(pk=schedule.pk).delete()
-        Schedule.objects.filter(code=declaration.name).delete()
-        fresh = _create_default(declaration, timezone.now())
-    wake_schedulers()
-    return fresh
+    """Put the code's trigger and options back on a task's code-default record."""
+    try:
+        return defaults.reset_to_default(schedule=schedule, tasks=tasks)
+    except defaults.NoCodeDefault as exc:
+        raise RunRefused(str(exc)) from None
 
 
 def schedule_run_now(
@@ -251,3 +212,48 @@ def schedule_run_now(
         dispatch.enqueue(run)
     wake_schedulers()
     return run
+
+
+def actor(by: AbstractBaseUser | str | None) -> str:
+    """Who did something, as records keep it: a user name, "cli:<os user>", or ""."""
+    if by is None:
+        return ""
+    if isinstance(by, str):
+        return by
+    return by.get_username() if by.is_authenticated else ""
+
+
+def run_cancel(*, run: Run, by: AbstractBaseUser | str | None) -> Run:
+    """Stop a queued or running run; refused for a run that already ended.
+
+    A queued run is cancelled at once. A running one is recorded cancelled
+    now, and the scheduler that owns it stops it for real (terminates its
+    worker process) when it notices, within about a second.
+    """
+    who = actor(by)
+    with transaction.atomic():
+        current = Run.objects.select_for_update().get(pk=run.pk)
+        if current.status not in (RunStatus.QUEUED, RunStatus.RUNNING):
+            raise CancelRefused(f"run #{current.pk} already ended ({current.status})")
+        current.status = RunStatus.CANCELLED
+        current.finished_at = timezone.now()
+        current.error = f"cancelled by {who or 'an operator'}"
+        current.cancelled_by = who
+        current.save(update_fields=["status", "finished_at", "error", "cancelled_by"])
+    wake_schedulers()
+    return current
+
+
+def schedule_drop_queued(*, schedule: Schedule, by: AbstractBaseUser | str | None) -> int:
+    """Cancel every queued run of a schedule (retries, catch-ups, manual runs); how many."""
+    who = actor(by)
+    return (
+        Run.objects.queued()
+        .filter(schedule=schedule)
+        .update(
+            status=RunStatus.CANCELLED,
+            finished_at=timezone.now(),
+            error=f"dropped from the queue by {who or 'an operator'}",
+            cancelled_by=who,
+        )
+    )

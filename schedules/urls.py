@@ -16,6 +16,7 @@ from .web.views import (
     health,
     live,
     metrics,
+    run_actions,
     schedule_actions,
     schedule_detail,
     schedule_edit,
@@ -54,6 +55,12 @@ urlpatterns = _login_by_default(
         path(
             "schedules/<int:pk>/delete/", schedule_actions.schedule_delete, name="schedule-delete"
         ),
+        path(
+            "schedules/<int:pk>/drop-queued/",
+            schedule_actions.schedule_drop_queued,
+            name="schedule-drop-queued",
+        ),
+        path("runs/<int:pk>/cancel/", run_actions.run_cancel, name="run-cancel"),
         path(
             "schedules/<int:pk>/<slug:action>/",
             schedule_actions.schedule_action,

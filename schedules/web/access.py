@@ -16,7 +16,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, resolve_url
 from django_htmx.http import HttpResponseClientRedirect
 
-from ..models import Schedule
+from ..models import Run, Schedule
 
 VIEW = "schedules.view_schedule"
 OPERATE = "schedules.operate_schedule"
@@ -57,6 +57,14 @@ def schedule_for(request: HttpRequest, pk: int, perm: str = VIEW) -> Schedule:
     schedule = get_object_or_404(Schedule, pk=pk)
     require(request, perm)
     return schedule
+
+
+def run_for(request: HttpRequest, pk: int, perm: str = VIEW) -> Run:
+    """The run, if the user may view runs and has `perm`: 404 unknown, 403 not allowed."""
+    require(request, VIEW)
+    run = get_object_or_404(Run, pk=pk)
+    require(request, perm)
+    return run
 
 
 def abilities(user) -> dict[str, bool]:

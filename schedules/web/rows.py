@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..defaults import is_default_record
 from ..flags import Flag, describe
 from ..models import Run, Schedule, ScheduleStatus
 from ..registry import Registry, registry
@@ -45,10 +46,8 @@ def build_rows(schedules: list[Schedule], user, tasks: Registry = registry) -> l
                 actions.append("resume")
             if ScheduleStatus.CANCELLED in TRANSITIONS[schedule.status]:
                 actions.append("cancel")
-        if can["can_change"]:
-            declaration = tasks.get(schedule.task_name)
-            if declaration is not None and declaration.default_trigger is not None:
-                actions.append("reset")
+        if can["can_change"] and is_default_record(schedule, tasks):
+            actions.append("reset")
         if can["can_delete"]:
             actions.append("delete")
         in_flight = running.get(schedule.pk, 0)

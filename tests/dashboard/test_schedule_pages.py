@@ -75,7 +75,7 @@ def test_create_a_cron_schedule(client, editor) -> None:
         ({"kwargs": "{oops"}, "not valid JSON"),
         ({"kwargs": "[1, 2]"}, "must be a JSON object"),
         ({"task_name": "test.fail", "kwargs": '{"nope": 1}'}, "does not fit test.fail"),
-        ({"code": "has spaces"}, "Enter a valid “slug”"),
+        ({"code": "has spaces"}, "Use letters, digits and . _ : - only"),
         ({"t-kind": "interval", "t-every": "0", "t-unit": "minutes"}, "every must be positive"),
         ({"t-kind": "all", "t-count": "0"}, "needs at least one trigger inside"),
     ],

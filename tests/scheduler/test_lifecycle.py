@@ -8,15 +8,15 @@ from datetime import timedelta
 import pytest
 from asgiref.sync import sync_to_async
 from django.db import OperationalError
+from django.utils import timezone
 
 from schedules import services
 from schedules.models import Run, RunReason, RunStatus, Schedule, SchedulerInstance, ScheduleStatus
 from schedules.registry import Registry, TaskOptions, registry
 from schedules.scheduler import claims, outcomes, pipeline, retention
 from schedules.scheduler.engine import Scheduler
-from schedules.scheduler.executor import Executor
 from schedules.signals import run_finished, run_started
-from tests.factories import T0, FakeClock, create, every, runs_of, schedule_of
+from tests.factories import T0, FakeClock, create, every, inline_executor, runs_of, schedule_of
 
 
 async def test_global_middleware_wraps_every_run_outermost_first(clock, transactional_db) -> None:
@@ -34,7 +34,7 @@ async def test_global_middleware_wraps_every_run_outermost_first(clock, transact
 
         return factory
 
-    executor = Executor(sync_workers=2, middleware=[tag("outer"), tag("inner")])
+    executor = inline_executor(middleware=[tag("outer"), tag("inner")])
     scheduler = Scheduler(clock=clock, executor=executor)
     await scheduler.start()
     try:
@@ -57,7 +57,7 @@ async def test_rate_limit_skips_runs_over_the_limit(clock, transactional_db) -> 
     limited.declarations["test.echo"] = [
         replace(decl, middleware=(pipeline.rate_limit(2, per=60, clock=lambda: ticks["now"]),))
     ]
-    scheduler = Scheduler(clock=clock, tasks=limited)
+    scheduler = Scheduler(clock=clock, tasks=limited, executor=inline_executor())
     await scheduler.start()
     try:
         await create("limited", "test.echo", every(10))
@@ -169,7 +169,7 @@ async def test_orphans_and_duplicates_are_flagged_and_never_run(clock, transacti
     await create("orphan", "test.fail", every(60))
     await create("dup", "test.echo", every(60))
     await create("fine", "test.echo_async", every(60))
-    scheduler = Scheduler(clock=clock, tasks=tasks)
+    scheduler = Scheduler(clock=clock, tasks=tasks, executor=inline_executor())
     await scheduler.start()
     try:
         clock.advance(60)
@@ -189,12 +189,15 @@ async def test_orphans_and_duplicates_are_flagged_and_never_run(clock, transacti
 
 
 async def test_runs_of_a_dead_scheduler_become_interrupted(scheduler, clock, settings) -> None:
+    """Staleness is read on the database's clock: this scheduler's own clock (the fake
+    one, months away from the database's) neither hides nor fakes a dead peer."""
     settings.SILLO_STALE_AFTER = 30
     schedule = await create("victim", "test.echo", every(3600))
+    beat = timezone.now() - timedelta(seconds=10)
 
     def leave_a_running_run():
         SchedulerInstance.objects.create(
-            id="dead", host="elsewhere", pid=1, started_at=T0, heartbeat_at=T0
+            id="dead", host="elsewhere", pid=1, started_at=beat, heartbeat_at=beat
         )
         return Run.objects.create(
             schedule=schedule, schedule_code="victim", task_name="test.echo",
@@ -203,12 +206,14 @@ async def test_runs_of_a_dead_scheduler_become_interrupted(scheduler, clock, set
         )  # fmt: skip
 
     run = await sync_to_async(leave_a_running_run)()
-    clock.advance(10)
+    clock.advance(600)  # this host's clock jumps ten minutes: nothing changes
     scheduler._last.pop("heartbeat", None)
     await scheduler.run_pass()
     assert (await runs_of("victim"))[0].status == RunStatus.RUNNING  # heartbeat still fresh
 
-    clock.advance(31)
+    await sync_to_async(SchedulerInstance.objects.filter(id="dead").update)(
+        heartbeat_at=timezone.now() - timedelta(seconds=31)
+    )
     scheduler._last.pop("heartbeat", None)
     await scheduler.run_pass()
     (run,) = await runs_of("victim")
@@ -220,7 +225,7 @@ async def test_runs_of_a_dead_scheduler_become_interrupted(scheduler, clock, set
 
 async def test_shutdown_gives_grace_then_cancels_and_records(clock, transactional_db, settings):
     settings.SILLO_SHUTDOWN_GRACE = 0.2
-    scheduler = Scheduler(clock=clock)
+    scheduler = Scheduler(clock=clock, executor=inline_executor())
     await scheduler.start()
     await create("long", "test.block_async", every(60), kwargs={"gate": "long"})
     await create("short", "test.echo", every(60))
@@ -374,3 +379,39 @@ def test_task_options_defaults_match_the_design() -> None:
         "skip",
         "skip",
     )
+
+
+async def test_a_peer_on_another_node_with_the_same_host_and_pid_is_not_declared_dead(
+    scheduler, clock
+) -> None:
+    """Containers may share a host name while their pids live in other namespaces."""
+    await sync_to_async(SchedulerInstance.objects.create)(
+        id="container", host=scheduler.host, pid=2**22 - 1, node="another-boot:pid:[1]",
+        heartbeat_at=timezone.now(),
+    )  # fmt: skip
+    scheduler._last.pop("heartbeat", None)
+    await scheduler.run_pass()
+    peer = await sync_to_async(SchedulerInstance.objects.get)(id="container")
+    assert peer.stopped_at is None
+
+
+async def test_a_dead_pid_on_this_node_is_recovered_at_once(scheduler, clock) -> None:
+    from schedules.scheduler.instances import NODE
+
+    await sync_to_async(SchedulerInstance.objects.create)(
+        id="crashed", host=scheduler.host, pid=2**22 - 1, node=NODE, heartbeat_at=timezone.now()
+    )
+    scheduler._last.pop("heartbeat", None)
+    await scheduler.run_pass()
+    peer = await sync_to_async(SchedulerInstance.objects.get)(id="crashed")
+    assert peer.stopped_at is not None
+
+
+def test_a_heartbeat_slower_than_a_third_of_the_staleness_is_refused(settings) -> None:
+    from schedules.conf import setting_problems
+
+    settings.SILLO_HEARTBEAT_INTERVAL = 11
+    settings.SILLO_STALE_AFTER = 30
+    assert setting_problems() == [
+        "SILLO_HEARTBEAT_INTERVAL must be at most a third of SILLO_STALE_AFTER (11 > 30 / 3)"
+    ]

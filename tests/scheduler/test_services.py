@@ -108,19 +108,61 @@ def test_deleting_a_code_default_resets_it_at_the_next_sync() -> None:
     assert (schedule.status, schedule.trigger["every"]) == ("active", 3600)
 
 
-def test_reset_to_default_replaces_the_record() -> None:
+def test_reset_restores_the_code_default_in_place_and_keeps_it_paused() -> None:
     services.sync_code_defaults(now=timezone.now())
     schedule = Schedule.objects.get(code="test.every_hour")
-    Schedule.objects.filter(pk=schedule.pk).update(trigger={"kind": "interval", "every": 5})
+    Schedule.objects.filter(pk=schedule.pk).update(
+        trigger={"kind": "interval", "every": 5}, max_attempts=4,
+        source=ScheduleSource.OPERATOR, status=ScheduleStatus.PAUSED,
+    )  # fmt: skip
+    other = make_schedule("other-hourly", "test.every_hour", every(60))
     fresh = services.schedule_reset_to_default(schedule=schedule)
-    assert fresh.trigger["every"] == 3600
-    assert Schedule.objects.filter(code="test.every_hour").count() == 1
+    assert fresh.pk == schedule.pk
+    assert (fresh.trigger["every"], fresh.max_attempts) == (3600, 1)
+    assert (fresh.status, fresh.source) == (ScheduleStatus.PAUSED, ScheduleSource.CODE)
+    other.refresh_from_db()
+    assert other.trigger["every"] == 60  # no other record is touched
 
 
-def test_reset_is_refused_without_a_code_default() -> None:
-    schedule = make_schedule("plain", "test.echo", every(60))
-    with pytest.raises(services.RunRefused, match="declares no valid code default"):
-        services.schedule_reset_to_default(schedule=schedule, tasks=registry)
+def test_reset_is_refused_for_a_schedule_that_is_not_the_code_default_record() -> None:
+    services.sync_code_defaults(now=timezone.now())
+    plain = make_schedule("plain", "test.echo", every(60))
+    sibling = make_schedule("sibling", "test.every_hour", every(60))
+    for schedule in (plain, sibling):
+        with pytest.raises(services.RunRefused, match="is not a code-default record"):
+            services.schedule_reset_to_default(schedule=schedule, tasks=registry)
+
+
+def test_an_untouched_code_default_follows_the_code_and_an_edited_one_wins() -> None:
+    from dataclasses import replace
+
+    from schedules import defaults
+    from schedules.registry import Registry
+    from schedules.timing import Interval
+
+    services.sync_code_defaults(now=T0)
+    changed = Registry()
+    changed.declarations = dict(registry.declarations)
+    declaration = registry.get("test.every_hour")
+    changed.declarations["test.every_hour"] = [
+        replace(declaration, default_trigger=Interval(600, seed="test.every_hour"))
+    ]
+    assert services.sync_code_defaults(tasks=changed, now=T0) == ["test.every_hour"]
+    record = Schedule.objects.get(code="test.every_hour")
+    assert record.trigger["every"] == 600
+    assert record.next_run_at == T0 + timedelta(minutes=10)
+    services.schedule_update(schedule=record, trigger=every(120), now=T0)
+    assert services.sync_code_defaults(tasks=changed, now=T0) == []
+    record.refresh_from_db()
+    assert record.trigger["every"] == 120
+    assert set(defaults.differences(record, changed)) == {"trigger"}
+
+
+def test_a_dotted_task_name_is_a_valid_code() -> None:
+    schedule = make_schedule("reports.daily", "test.echo", every(60))
+    schedule.full_clean()
+    with pytest.raises(Exception, match="letters, digits"):
+        make_schedule("has space", "test.echo", every(60))
 
 
 def test_a_schedule_shows_its_crons_zone_unless_told_otherwise() -> None:

@@ -13,6 +13,7 @@ from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
 from django.core.management.base import BaseCommand, CommandError
 
+from schedules.conf import setting_problems
 from schedules.management.cli import OneLineParser
 from schedules.routing import asgi_application
 from schedules.scheduler import process
@@ -67,6 +68,9 @@ class Command(BaseCommand):
     def handle(self, *args: object, serve: tuple[str, int] | None, once: bool, **opts) -> None:
         if serve and once:
             raise CommandError("--serve and --once do not go together", returncode=2)
+        problems = setting_problems()
+        if problems:
+            raise CommandError("; ".join(problems), returncode=2)
         if once:
             started = asyncio.run(process.run_once())
             self.stdout.write(f"one pass: {started} run(s) started and finished")
