@@ -68,7 +68,11 @@ def live(host, configured):  # noqa: F811
     log.close()
 
 
-def test_the_dashboard_renders_under_the_prefix_and_its_socket_connects(live, page) -> None:
+def test_the_dashboard_renders_under_the_prefix_and_its_socket_connects(
+    host,  # noqa: F811
+    live,
+    page,
+) -> None:
     base, session, server = live
     assert session and session.isalnum(), repr(session)
     cookie = {"name": "sessionid", "value": session, "domain": "127.0.0.1", "path": "/"}
@@ -85,6 +89,11 @@ def test_the_dashboard_renders_under_the_prefix_and_its_socket_connects(live, pa
     expect(page.get_by_role("heading", name="Live log")).to_be_visible()
     expect(page.get_by_test_id("ws-state")).to_have_text("live", timeout=15000)
 
+    # The served scheduler's first pass creates the host task's code default.
+    deadline = time.monotonic() + 30
+    while not host.query("SELECT 1 FROM schedules_schedule WHERE code = 'reports.hello'"):
+        assert time.monotonic() < deadline, "the code default was never created"
+        time.sleep(0.2)
     page.goto(f"{base}/{PREFIX}")
     expect(page.get_by_role("link", name="reports.hello")).to_be_visible()
     socket = page.locator("#table").get_attribute("ws-connect")
