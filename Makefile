@@ -13,7 +13,7 @@ PYTHON ?= $(shell for p in python3.14 python3.13 python3.12 python3 \
 	"$$p" -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1 && { command -v "$$p"; break; }; \
 	done)
 
-.PHONY: run test lint format bench clean
+.PHONY: run test lint format bench dist clean
 
 $(PY):
 	@test -n "$(PYTHON)" || { echo "Sillo Dash needs Python 3.12 or newer and found none; set PYTHON=/path/to/python3.12" >&2; exit 1; }
@@ -53,5 +53,9 @@ format: $(VENV)/.dev
 bench: $(VENV)/.bench
 	$(PY) bench/run.py $(if $(QUICK),--quick,)
 
+# The reusable app as an sdist and a wheel in dist/ (docs/packaging.md).
+dist: $(VENV)/.dev
+	$(PY) -m build --no-isolation --outdir dist .
+
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis dist

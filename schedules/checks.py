@@ -1,16 +1,24 @@
-"""System checks: task declarations, kwargs that no longer fit, and the deployment's key.
+"""System checks: task declarations, stored kwargs, the deployment's key, and what a
+host project is missing.
 
-Declaration problems are warnings: `manage.py check` prints them and
-`check --fail-level WARNING` fails on them (CI should run that), but they never
-stop `migrate`, `runscheduler` or the CLI: a duplicate or a broken task module
-is excluded and flagged while every other task keeps running.
+Task declarations are all at warning level: `manage.py check` prints them and
+`check --fail-level WARNING` fails on them (CI should run that), but they
+never stop `migrate`, `runscheduler` or the CLI: a duplicate or a broken task
+module is excluded and flagged while every other task keeps running, so a
+deploy is never blocked by one bad task.
+
+A host's missing app, middleware or template engine is an error (E010-E012):
+the pages would fail at their first request, so `check` names the exact
+setting instead. No channel layer is a warning (W010): live updates are off.
 """
 
 from __future__ import annotations
 
+from django.apps import apps
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, Warning, register
 from django.db import DatabaseError
+from django.utils.module_loading import import_string
 
 from .models import Schedule
 from .registry import registry
@@ -98,6 +106,81 @@ def check_secret_key_from_environment(app_configs: object = None, **kwargs: obje
         Error(
             "DJANGO_SECRET_KEY is not set: this process uses a key generated in its data folder",
             hint="Set DJANGO_SECRET_KEY to the same long random value on every host.",
-            id="schedules.E010",
+            id="schedules.E020",
         )
     ]
+
+
+HTMX_MIDDLEWARE = "django_htmx.middleware.HtmxMiddleware"
+AUTH_MIDDLEWARE = "django.contrib.auth.middleware.AuthenticationMiddleware"
+# What a host must install, and what fails without it (README, "Add to an existing project").
+REQUIRED_APPS = {
+    "django_htmx": "the pages load htmx with {% load django_htmx %}",
+    "channels": "the live pages and runscheduler's wake hints use Channels",
+    "django.contrib.auth": "every page needs a logged-in user with permissions",
+    "django.contrib.contenttypes": "permissions need content types",
+}
+
+
+def _has_middleware(path: str) -> bool:
+    """`path` or a subclass of it is in MIDDLEWARE."""
+    wanted = import_string(path)
+    for candidate in settings.MIDDLEWARE:
+        try:
+            found = import_string(candidate)
+        except ImportError:
+            continue
+        if isinstance(found, type) and issubclass(found, wanted):
+            return True
+    return False
+
+
+@register("schedules")
+def check_host_setup(app_configs: object = None, **kwargs: object) -> list[CheckMessage]:
+    """What a host project is missing, said by `manage.py check` before the first request."""
+    found: list[CheckMessage] = []
+    for app, why in REQUIRED_APPS.items():
+        if not apps.is_installed(app):
+            found.append(
+                Error(
+                    f'"{app}" is not in INSTALLED_APPS: {why}.',
+                    hint=f'Add "{app}" to INSTALLED_APPS.',
+                    id="schedules.E010",
+                )
+            )
+    for path, why in (
+        (HTMX_MIDDLEWARE, "the pages answer htmx requests with request.htmx"),
+        (AUTH_MIDDLEWARE, "every page needs request.user"),
+    ):
+        if not _has_middleware(path):
+            found.append(
+                Error(
+                    f"{path} is not in MIDDLEWARE: {why}.",
+                    hint=f'Add "{path}" to MIDDLEWARE.',
+                    id="schedules.E011",
+                )
+            )
+    if not any(
+        engine["BACKEND"] == "django.template.backends.django.DjangoTemplates"
+        and (engine.get("APP_DIRS") or "loaders" in engine.get("OPTIONS", {}))
+        for engine in settings.TEMPLATES
+    ):
+        found.append(
+            Error(
+                "no Django template engine finds the app's templates.",
+                hint='Set "APP_DIRS": True on the DjangoTemplates engine in TEMPLATES.',
+                id="schedules.E012",
+            )
+        )
+    if "default" not in getattr(settings, "CHANNEL_LAYERS", {}):
+        found.append(
+            Warning(
+                "no channel layer (CHANNEL_LAYERS): live updates are off. Schedules still "
+                "run and the pages still work; they say that live updates are off.",
+                hint="For live pages set CHANNEL_LAYERS (channels_redis in production, "
+                "channels.layers.InMemoryChannelLayer for one process) and route the "
+                "websocket in asgi.py with schedules.routing.asgi_application.",
+                id="schedules.W010",
+            )
+        )
+    return found

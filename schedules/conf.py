@@ -1,4 +1,8 @@
-"""Scheduler settings, with defaults; override any of them in Django settings."""
+"""The app's settings, all prefixed SILLO_, with their defaults in this one place.
+
+A host overrides any of them in its Django settings; none is required.
+`setting(name)` is the one way the app reads them.
+"""
 
 from __future__ import annotations
 
@@ -57,6 +61,9 @@ DEFAULTS: dict[str, Any] = {
     "SILLO_BUILDER_MAX_FIELDS": 400,
     # Open websockets re-check their user's session and view permission this often.
     "SILLO_WS_RECHECK_INTERVAL": 30.0,
+    # Prometheus /metrics: "off", "token" (Authorization: Bearer SILLO_METRICS_TOKEN) or "public".
+    "SILLO_METRICS": "off",
+    "SILLO_METRICS_TOKEN": "",
     "SILLO_MIDDLEWARE": [
         "schedules.scheduler.pipeline.log_run",
         "schedules.scheduler.pipeline.retry",

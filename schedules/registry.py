@@ -3,6 +3,11 @@
 A task is a function declared in code as schedulable. Declarations are
 collected here at import time; `autodiscover()` imports every installed app's
 `tasks.py` and records the modules that fail, so the other tasks keep working.
+
+A Django task (`@task` of `django.tasks`) is declared as it is, by stacking
+`@schedules.task(...)` on it or by `schedules.schedule(the_task, ...)`: its
+runs are enqueued on the task's own backend, queue and priority
+(`dispatch="enqueue"`, see `scheduler/dispatch.py`) and recorded like any run.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
+
+from django.tasks import Task
 
 from .choices import Dispatch, Misfire, Overlap, RateMode, priority_value
 from .timing import Cron, Interval, InvalidTrigger, Trigger
@@ -57,6 +64,8 @@ class TaskDeclaration:
     # "process": runs in a worker process (stoppable, isolated); "inline": in the scheduler.
     isolation: str = "process"
     problems: list[str] = field(default_factory=list)
+    # The django.tasks Task declared, whose backend, queue and priority its runs use.
+    django_task: Task | None = None
 
     @property
     def module(self) -> str:
@@ -145,7 +154,7 @@ registry = Registry()
 
 
 def task(
-    name: str,
+    name: str | None = None,
     *,
     every: float | None = None,
     cron: str | None = None,
@@ -154,12 +163,15 @@ def task(
     isolation: str = "process",
     **options: Any,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Declare a function as a schedulable task called `name`.
+    """Declare a function, or a `django.tasks` Task, as a schedulable task called `name`.
 
     `every` (seconds) or `cron` (with `tz`) give the task a code default: a
     schedule record created when missing. `options` are the fields of
-    `TaskOptions` (timeout, max_attempts, retry_delay, ...). The function is
-    returned unchanged.
+    `TaskOptions` (timeout, max_attempts, retry_delay, ...). `name` defaults
+    to the function's dotted path. The function (or Task) is returned unchanged.
+
+    On a Django task (`@schedules.task(...)` above `@task`), runs default to
+    `dispatch="enqueue"` on the task's own backend, queue and priority.
 
     `isolation="process"` (the default) runs each run in a worker process, so
     a timeout or a cancel stops it for real and nothing it does can take the
@@ -171,8 +183,15 @@ def task(
     """
 
     def register(func: Callable[..., Any]) -> Callable[..., Any]:
-        unknown = sorted(set(options) - set(OPTION_NAMES))
-        known = {key: value for key, value in options.items() if key in OPTION_NAMES}
+        django_task = func if isinstance(func, Task) else None
+        target = django_task.func if django_task is not None else func
+        given = dict(options)
+        if django_task is not None:
+            given.setdefault("dispatch", Dispatch.ENQUEUE)
+            given.setdefault("priority", django_task.priority)
+        task_name = name if name is not None else f"{target.__module__}.{target.__qualname__}"
+        unknown = sorted(set(given) - set(OPTION_NAMES))
+        known = {key: value for key, value in given.items() if key in OPTION_NAMES}
         priority_problem = ""
         if "priority" in known:
             try:
@@ -181,11 +200,12 @@ def task(
                 priority_problem = str(exc)
                 known["priority"] = 0
         declaration = TaskDeclaration(
-            name=name,
-            func=func,
+            name=task_name,
+            func=target,
             options=TaskOptions(**known),
             middleware=tuple(middleware),
             isolation=isolation,
+            django_task=django_task,
         )
         if isolation not in ISOLATIONS:
             declaration.problems.append(f"isolation must be one of {', '.join(ISOLATIONS)}")
@@ -196,14 +216,18 @@ def task(
                 f"unknown option(s) {', '.join(unknown)}; known: {', '.join(OPTION_NAMES)}"
             )
         declaration.problems.extend(_option_problems(declaration.options))
-        if not isinstance(name, str) or not name.strip():
+        if django_task is not None:
+            declaration.problems.extend(_django_task_problems(django_task, declaration.options))
+        if not isinstance(task_name, str) or not task_name.strip():
             declaration.problems.append("task name must be a non-empty string")
         if every is not None and cron is not None:
             declaration.problems.append("declare either every= or cron=, not both")
         elif every is not None or cron is not None:
             try:
                 declaration.default_trigger = (
-                    Interval(every, seed=name) if every is not None else Cron(cron, tz or "UTC")
+                    Interval(every, seed=task_name)
+                    if every is not None
+                    else Cron(cron, tz or "UTC")
                 )
             except InvalidTrigger as exc:
                 declaration.problems.append(f"invalid default schedule: {exc}")
@@ -213,6 +237,50 @@ def task(
         return func
 
     return register
+
+
+def schedule(
+    existing: Callable[..., Any],
+    *,
+    name: str | None = None,
+    every: float | None = None,
+    cron: str | None = None,
+    tz: str | None = None,
+    middleware: Sequence[Callable] = (),
+    isolation: str = "process",
+    **options: Any,
+) -> Callable[..., Any]:
+    """Declare an existing function or Django task, as it is, e.g. in an app's tasks.py:
+
+        schedules.schedule(send_digest, cron="0 7 * * *", tz="Europe/Berlin")
+
+    The same as stacking `@schedules.task(name, ...)` on it; returns it unchanged.
+    """
+    declare = task(
+        name, every=every, cron=cron, tz=tz, middleware=middleware, isolation=isolation, **options
+    )
+    return declare(existing)
+
+
+def _django_task_problems(django_task: Task, options: TaskOptions) -> list[str]:
+    """What keeps the scheduler from handing this Django task's runs to its backend."""
+    problems = []
+    if django_task.takes_context:
+        problems.append(
+            "takes_context=True: a scheduled run calls the function with its kwargs only"
+        )
+    if options.dispatch == Dispatch.ENQUEUE:
+        try:
+            backend = django_task.get_backend()
+        except Exception as exc:  # a misconfigured TASKS setting: said here, not at run time
+            problems.append(f"its backend '{django_task.backend}' cannot be loaded: {exc}")
+        else:
+            if not backend.supports_defer:
+                problems.append(
+                    f"its backend '{django_task.backend}' cannot defer tasks (run_after), which "
+                    "retries and catch-up runs need; use one that can, or dispatch='inline'"
+                )
+    return problems
 
 
 def _option_problems(options: TaskOptions) -> list[str]:

@@ -1,9 +1,17 @@
-"""The app's URLs: `include("schedules.urls")`. Views live in `schedules.web.views`."""
+"""The app's URLs: `path("<any prefix>/", include("schedules.urls"))`.
+
+Names are namespaced (`schedules:home`). Every view requires login here, the
+way Django's LoginRequiredMiddleware would, so a host without that
+middleware gets the same protection; a view opts out with Django's own
+`@login_not_required` (health, metrics). Permissions are each view's
+business (`web/access.py`). Views live in `schedules.web.views`.
+"""
 
 from __future__ import annotations
 
-from django.urls import path
+from django.urls import URLPattern, URLResolver, path
 
+from .web.access import login_required
 from .web.views import (
     health,
     live,
@@ -13,32 +21,55 @@ from .web.views import (
     schedule_detail,
     schedule_edit,
     schedule_list,
+    socket,
     task_list,
 )
 
-urlpatterns = [
-    path("", schedule_list.schedule_list, name="home"),
-    path("health/", health.health, name="health"),
-    path("metrics", metrics.metrics, name="metrics"),
-    path("schedules/new/", schedule_edit.schedule_create, name="schedule-create"),
-    path("schedules/bulk/", schedule_actions.bulk_action, name="schedule-bulk"),
-    path("schedules/trigger-editor/", schedule_edit.trigger_editor, name="trigger-editor"),
-    path("schedules/preview/", schedule_edit.trigger_preview, name="trigger-preview"),
-    path("schedules/<int:pk>/", schedule_detail.schedule_detail, name="schedule-detail"),
-    path("schedules/<int:pk>/edit/", schedule_edit.schedule_edit, name="schedule-edit"),
-    path("schedules/<int:pk>/run/", schedule_actions.schedule_run_now, name="schedule-run"),
-    path("schedules/<int:pk>/delete/", schedule_actions.schedule_delete, name="schedule-delete"),
-    path(
-        "schedules/<int:pk>/drop-queued/",
-        schedule_actions.schedule_drop_queued,
-        name="schedule-drop-queued",
-    ),
-    path("runs/<int:pk>/cancel/", run_actions.run_cancel, name="run-cancel"),
-    path(
-        "schedules/<int:pk>/<slug:action>/",
-        schedule_actions.schedule_action,
-        name="schedule-action",
-    ),
-    path("live/", live.live_log, name="live-log"),
-    path("tasks/", task_list.task_list, name="task-list"),
-]
+app_name = "schedules"
+
+
+def _login_by_default(patterns: list[URLPattern | URLResolver]) -> list:
+    """Wrap each view in `login_required` unless it is marked `@login_not_required`.
+
+    Included URL sets (a resolver, such as the JSON API with its own token
+    authentication) are left to their own rules.
+    """
+    for pattern in patterns:
+        if isinstance(pattern, URLPattern) and getattr(pattern.callback, "login_required", True):
+            pattern.callback = login_required(pattern.callback)
+    return patterns
+
+
+urlpatterns = _login_by_default(
+    [
+        path("", schedule_list.schedule_list, name="home"),
+        path("health/", health.health, name="health"),
+        path("metrics", metrics.metrics, name="metrics"),
+        path("schedules/new/", schedule_edit.schedule_create, name="schedule-create"),
+        path("schedules/bulk/", schedule_actions.bulk_action, name="schedule-bulk"),
+        path("schedules/trigger-editor/", schedule_edit.trigger_editor, name="trigger-editor"),
+        path("schedules/preview/", schedule_edit.trigger_preview, name="trigger-preview"),
+        path("schedules/<int:pk>/", schedule_detail.schedule_detail, name="schedule-detail"),
+        path("schedules/<int:pk>/edit/", schedule_edit.schedule_edit, name="schedule-edit"),
+        path("schedules/<int:pk>/run/", schedule_actions.schedule_run_now, name="schedule-run"),
+        path(
+            "schedules/<int:pk>/delete/", schedule_actions.schedule_delete, name="schedule-delete"
+        ),
+        path(
+            "schedules/<int:pk>/drop-queued/",
+            schedule_actions.schedule_drop_queued,
+            name="schedule-drop-queued",
+        ),
+        path("runs/<int:pk>/cancel/", run_actions.run_cancel, name="run-cancel"),
+        path(
+            "schedules/<int:pk>/<slug:action>/",
+            schedule_actions.schedule_action,
+            name="schedule-action",
+        ),
+        path("live/", live.live_log, name="live-log"),
+        path("tasks/", task_list.task_list, name="task-list"),
+        # The live pages' websocket (schedules.routing serves it at this same path):
+        # named here so templates and the ASGI routes follow the host's prefix.
+        path("ws/runs/", socket.run_events, name="run-events"),
+    ]
+)

@@ -96,6 +96,9 @@ INSTALLED_APPS = [
     "django_tasks_db",
     "axes",
     "schedules",
+    # The reference project's demo tasks and its `demo` / `ensureadmin` commands:
+    # not part of the reusable app, so a host gets none of them.
+    "sillo_dash.demo",
 ]
 
 # Where `dispatch="enqueue"` runs go: the database backend, run by
@@ -161,7 +164,6 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "schedules.web.context_processors.banners",
             ],
         },
     },
@@ -210,7 +212,7 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 LOGIN_URL = "login"
-LOGIN_REDIRECT_URL = "home"
+LOGIN_REDIRECT_URL = "schedules:home"
 LOGOUT_REDIRECT_URL = "login"
 
 LANGUAGE_CODE = "en-us"
@@ -219,7 +221,6 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(os.environ.get("DJANGO_STATIC_ROOT", BASE_DIR / "staticfiles"))
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},

@@ -27,3 +27,14 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
     DATABASES["default"]["TEST"] = {  # noqa: F405
         "NAME": os.path.join(tempfile.gettempdir(), f"sillo-test-{os.getpid()}.sqlite3")
     }
+
+# A second django.tasks backend, for Django tasks whose runs go to their own backend
+# and queue (DummyBackend records what is enqueued; its results are read in tests).
+TASKS = {
+    **TASKS,  # noqa: F405
+    # The database backend with a second queue, for a Django task declared on it.
+    "default": {**TASKS["default"], "QUEUES": ["default", "nightly"]},  # noqa: F405
+    "pool": {"BACKEND": "django.tasks.backends.dummy.DummyBackend", "QUEUES": ["reports"]},
+    # Runs at enqueue and cannot defer: declaring a scheduled task on it is reported.
+    "now": {"BACKEND": "django.tasks.backends.immediate.ImmediateBackend"},
+}

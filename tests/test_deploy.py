@@ -42,7 +42,7 @@ def test_check_deploy_fails_without_a_secret_key_from_the_environment(manage) ->
     env = {k: v for k, v in PRODUCTION.items() if k != "DJANGO_SECRET_KEY"}
     result = manage("check", "--deploy", env=env)
     assert result.returncode != 0
-    assert "schedules.E010" in result.stderr + result.stdout
+    assert "schedules.E020" in result.stderr + result.stdout
     assert "DJANGO_SECRET_KEY is not set" in result.stderr + result.stdout
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from channels.consumer import AsyncConsumer
 from channels.layers import get_channel_layer
-from channels.routing import get_default_application
+from channels.routing import ChannelNameRouter
 from channels.worker import Worker
 
 from ..wake import SCHEDULER_CHANNEL
@@ -56,7 +56,10 @@ async def listen_for_hints(stop: asyncio.Event) -> None:
         return
     backoff = 1.0
     while not stop.is_set():
-        worker = Worker(get_default_application(), [SCHEDULER_CHANNEL], layer)
+        # Its own router, not the host's ASGI_APPLICATION: a host's asgi.py need
+        # not route the scheduler channel for runscheduler to hear hints.
+        router = ChannelNameRouter({SCHEDULER_CHANNEL: SchedulerWakeConsumer.as_asgi()})
+        worker = Worker(router, [SCHEDULER_CHANNEL], layer)
         try:
             await worker.handle()
         except asyncio.CancelledError:

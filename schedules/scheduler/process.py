@@ -10,6 +10,7 @@ import asyncio
 import logging
 import signal
 from collections.abc import Callable
+from typing import Any
 
 from channels.routing import get_default_application
 
@@ -59,8 +60,11 @@ async def run_inline(run_id: int) -> None:
         await scheduler.shutdown()
 
 
-def serve_and_schedule(host: str, port: int) -> None:
-    """daphne and the scheduler in one process, on daphne's asyncio reactor."""
+def serve_and_schedule(host: str, port: int, application: Any = None) -> None:
+    """daphne and the scheduler in one process, on daphne's asyncio reactor.
+
+    `application` defaults to the project's ASGI_APPLICATION.
+    """
     # Deferred: importing daphne's server installs Twisted's asyncio reactor, which
     # only the serving process wants.
     from daphne.endpoints import build_endpoint_description_strings
@@ -68,7 +72,7 @@ def serve_and_schedule(host: str, port: int) -> None:
     from twisted.internet import reactor  # the reactor daphne installed
 
     server = Server(
-        application=get_default_application(),
+        application=application or get_default_application(),
         endpoints=build_endpoint_description_strings(host=host, port=port),
         signal_handlers=False,
     )

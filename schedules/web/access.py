@@ -1,10 +1,20 @@
-"""Who may do what. Every view that takes an id starts with `schedule_for`."""
+"""Who may do what. Every view that takes an id starts with `schedule_for`.
+
+Login is the app's own business (`login_required`, applied to every URL in
+`urls.py`): a host need not use Django's LoginRequiredMiddleware.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import wraps
+
+from django.conf import settings
+from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest
-from django.shortcuts import get_object_or_404
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, resolve_url
+from django_htmx.http import HttpResponseClientRedirect
 
 from ..models import Run, Schedule
 from .params import valid_id
@@ -14,6 +24,27 @@ OPERATE = "schedules.operate_schedule"
 ADD = "schedules.add_schedule"
 CHANGE = "schedules.change_schedule"
 DELETE = "schedules.delete_schedule"
+
+
+def login_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Anonymous users go to the host's LOGIN_URL and come back; htmx requests too.
+
+    An htmx request (a row action after the session expired) gets a client
+    redirect of the whole page, not the login form swapped into a row.
+    """
+
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
+        if request.user.is_authenticated:
+            return view(request, *args, **kwargs)
+        if getattr(request, "htmx", False):
+            back = request.headers.get("HX-Current-URL") or request.get_full_path()
+            login = redirect_to_login(back, resolve_url(settings.LOGIN_URL))
+            return HttpResponseClientRedirect(login.url)
+        return redirect_to_login(request.get_full_path(), resolve_url(settings.LOGIN_URL))
+
+    wrapper.login_required = True
+    return wrapper
 
 
 def require(request: HttpRequest, perm: str) -> None:

@@ -90,6 +90,8 @@ class ScheduleForm(forms.ModelForm):
     def clean(self) -> dict:
         data = super().clean()
         declaration = registry.get(data.get("task_name") or "")
+        if declaration is not None and not self.data.get("dispatch"):
+            data["dispatch"] = declaration.options.dispatch  # where the task's runs go
         if declaration is not None and isinstance(data.get("kwargs"), dict):
             problem = signature_problem(declaration.func, data["kwargs"])
             if problem:

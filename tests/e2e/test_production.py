@@ -113,6 +113,35 @@ def test_enqueued_runs_are_executed_once_by_the_worker_pool(site) -> None:
     assert executed_by == [(2,)]
 
 
+def test_a_django_task_scheduled_by_cron_runs_on_the_db_worker_of_its_queue(site) -> None:
+    """test.django_db is a django.tasks task on the "nightly" queue, declared as it is."""
+    site.schedule("nightly-db", "test.django_db", {"kind": "cron", "expression": "* * * * *"},
+                  kwargs={"note": "by cron"})  # fmt: skip
+    scheduler = site.start()
+    # A worker of the task's own queue only: nothing else would run it.
+    worker = site.start_command("db_worker", "--queue-name", "nightly", "--interval", "0.1")
+    # The next minute's slot (up to 60 s away), then the worker's turn.
+    ((status, result, executed_by, reason),) = site.wait_for(
+        "SELECT status, result, scheduler, reason FROM schedules_run "
+        "WHERE schedule_code = 'nightly-db' AND status NOT IN ('queued', 'running')",
+        timeout=100,
+    )
+    assert (status, reason) == ("succeeded", "scheduled")
+    assert "ran on a worker: by cron" in str(result)
+    assert executed_by.startswith("worker-")
+    ((dispatch,),) = site.query("SELECT dispatch FROM schedules_schedule WHERE code = 'nightly-db'")
+    assert dispatch == "enqueue"  # the task's choice: its runs go to its backend
+    ((path, queue, priority, backend),) = site.wait_for(
+        "SELECT task_path, queue_name, priority, backend_name "
+        "FROM django_tasks_database_dbtaskresult WHERE status = 'SUCCESSFUL'"
+    )
+    assert (path, queue, priority, backend) == (
+        "schedules.scheduler.dispatch.execute_run", "nightly", 3, "default",
+    )  # fmt: skip
+    assert site.stop(scheduler) == 0
+    site.stop(worker)
+
+
 def test_a_run_event_reaches_a_browser_socket_on_another_process_through_redis(site) -> None:
     import websockets
 

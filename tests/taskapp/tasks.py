@@ -11,6 +11,8 @@ import threading
 import time
 from pathlib import Path
 
+from django.tasks import task as django_task
+
 import schedules
 
 # Tests open these gates to let blocked tasks finish.
@@ -64,6 +66,29 @@ def every_hour() -> None:
 @schedules.task("test.twin")
 def twin() -> None:
     """tests.dupapp declares this name again when it is installed (SILLO_EXTRA_APPS)."""
+
+
+# Django tasks (django.tasks), scheduled as they are: their runs are enqueued on the
+# task's own backend ("pool", a DummyBackend in tests.settings), queue and priority.
+@schedules.task("test.django_report")
+@django_task(backend="pool", queue_name="reports", priority=7)
+def django_report(region: str = "eu") -> dict:
+    return {"region": region, "via": "django.tasks"}
+
+
+@django_task(backend="pool", queue_name="reports")
+def django_cleanup(days: int = 30) -> int:
+    return days
+
+
+schedules.schedule(django_cleanup)  # named by its dotted path: tests.taskapp.tasks.django_cleanup
+
+
+# A Django task on the database backend's "nightly" queue (db_worker in the production pass).
+@schedules.task("test.django_db")
+@django_task(queue_name="nightly", priority=3)
+def django_db(note: str = "") -> str:
+    return f"ran on a worker: {note}"
 
 
 # ---- ways a task can die, and tasks that report where they ran (worker isolation tests)

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+from typing import Any
 
+from channels.routing import get_default_application
+from django.apps import apps
+from django.conf import settings
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
+from django.core.asgi import get_asgi_application
 from django.core.management.base import BaseCommand, CommandError
 
 from schedules.conf import setting_problems
 from schedules.management.cli import OneLineParser
+from schedules.routing import asgi_application
 from schedules.scheduler import process
 
 DEFAULT_ADDRESS = "127.0.0.1:8000"
@@ -19,6 +26,20 @@ def _address(value: str) -> tuple[str, int]:
     if not sep or not port.isdigit() or not 0 < int(port) < 65536:
         raise argparse.ArgumentTypeError(f"'{value}' is not ADDR:PORT, e.g. 127.0.0.1:8000")
     return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def served_application() -> Any:
+    """The project's ASGI_APPLICATION; without one, Django's app with the live pages' socket.
+
+    With DEBUG and staticfiles installed, static files are served too, as by runserver.
+    """
+    if getattr(settings, "ASGI_APPLICATION", None):
+        application = get_default_application()
+    else:
+        application = asgi_application(get_asgi_application())
+    if settings.DEBUG and apps.is_installed("django.contrib.staticfiles"):
+        application = ASGIStaticFilesHandler(application)
+    return application
 
 
 class Command(BaseCommand):
@@ -40,7 +61,7 @@ class Command(BaseCommand):
             const=DEFAULT_ADDRESS,
             type=_address,
             metavar="ADDR:PORT",
-            help=f"also serve the ASGI app with daphne (default {DEFAULT_ADDRESS})",
+            help=f"also serve ASGI_APPLICATION with daphne (default {DEFAULT_ADDRESS})",
         )
         parser.add_argument("--once", action="store_true", help="run one pass and exit")
 
@@ -54,6 +75,6 @@ class Command(BaseCommand):
             started = asyncio.run(process.run_once())
             self.stdout.write(f"one pass: {started} run(s) started and finished")
         elif serve:
-            process.serve_and_schedule(*serve)
+            process.serve_and_schedule(*serve, application=served_application())
         else:
             asyncio.run(process.run_scheduler())

@@ -6,6 +6,7 @@ from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
+from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
@@ -37,5 +38,5 @@ def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
         messages.success(request, f"Run #{run.pk} cancelled.")
     back = request.POST.get("next", "")
     if not url_has_allowed_host_and_scheme(back, {request.get_host()}, request.is_secure()):
-        back = "/"
+        back = reverse("schedules:home")
     return redirect(back)

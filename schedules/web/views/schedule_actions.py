@@ -6,6 +6,7 @@ from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
@@ -41,12 +42,14 @@ def schedule_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
     except (services.InvalidTransition, services.RunRefused) as exc:
         if not request.htmx:
             messages.error(request, str(exc))
-            return redirect("schedule-detail", pk=pk)
+            return redirect("schedules:schedule-detail", pk=pk)
         return render_row(request, schedule, str(exc))
     if not request.htmx:
-        return redirect("schedule-detail", pk=schedule.pk)
+        return redirect("schedules:schedule-detail", pk=schedule.pk)
     if action == "reset":  # a fresh record: the old row and its id are gone
-        return HttpResponseClientRedirect(request.headers.get("HX-Current-URL") or "/")
+        return HttpResponseClientRedirect(
+            request.headers.get("HX-Current-URL") or reverse("schedules:home")
+        )
     return render_row(request, schedule)
 
 
@@ -57,7 +60,7 @@ def schedule_delete(request: HttpRequest, pk: int) -> HttpResponse:
     if request.htmx:
         return HttpResponse("")  # the row disappears
     messages.success(request, f"Deleted {schedule.code}.")
-    return redirect("home")
+    return redirect("schedules:home")
 
 
 @require_POST
@@ -71,7 +74,7 @@ def schedule_run_now(request: HttpRequest, pk: int) -> HttpResponse:
     if not request.htmx:
         if error:
             messages.error(request, error)
-        return redirect("schedule-detail", pk=pk)
+        return redirect("schedules:schedule-detail", pk=pk)
     (row,) = build_rows([schedule], request.user)
     no_scheduler = not SchedulerInstance.objects.alive().exists()
     context = {"row": row, "run_error": error, "no_scheduler": no_scheduler}
@@ -83,7 +86,7 @@ def schedule_drop_queued(request: HttpRequest, pk: int) -> HttpResponse:
     schedule = access.schedule_for(request, pk, access.OPERATE)
     dropped = services.schedule_drop_queued(schedule=schedule, by=request.user)
     messages.info(request, f"{schedule.code}: {dropped} queued run(s) dropped.")
-    return redirect("schedule-detail", pk=pk)
+    return redirect("schedules:schedule-detail", pk=pk)
 
 
 @require_POST
@@ -109,5 +112,7 @@ def bulk_action(request: HttpRequest) -> HttpResponse:
         messages.warning(request, reason)
     messages.info(request, summary)
     if not request.htmx:
-        return redirect("home")
-    return HttpResponseClientRedirect(request.headers.get("HX-Current-URL") or "/")
+        return redirect("schedules:home")
+    return HttpResponseClientRedirect(
+        request.headers.get("HX-Current-URL") or reverse("schedules:home")
+    )

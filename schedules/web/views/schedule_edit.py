@@ -60,7 +60,7 @@ def schedule_create(request: HttpRequest) -> HttpResponse:
         except InvalidKwargs as exc:
             form.add_error("kwargs", str(exc).removeprefix("kwargs: "))
         else:
-            return redirect("schedule-detail", pk=schedule.pk)
+            return redirect("schedules:schedule-detail", pk=schedule.pk)
     return _page(request, form, node, status=422)
 
 
@@ -97,7 +97,7 @@ def schedule_edit(request: HttpRequest, pk: int) -> HttpResponse:
         except InvalidKwargs as exc:
             form.add_error("kwargs", str(exc).removeprefix("kwargs: "))
         else:
-            return redirect("schedule-detail", pk=schedule.pk)
+            return redirect("schedules:schedule-detail", pk=schedule.pk)
     return _page(request, form, node, schedule, status=status)
 
 

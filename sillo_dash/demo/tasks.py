@@ -1,4 +1,4 @@
-"""Demonstration tasks. They have no code default: `manage.py demo` schedules them."""
+"""The reference project's demonstration tasks; no code default: `manage.py demo` schedules them."""
 
 from __future__ import annotations
 
