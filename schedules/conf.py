@@ -22,6 +22,9 @@ DEFAULTS: dict[str, Any] = {
     "SILLO_HEALTH_ERROR_RATE": 0.5,
     "SILLO_HEALTH_WINDOW": 3600.0,
     "SILLO_METRICS_WINDOW": 300.0,
+    # Requests per API token (or per logged-in user) and period, counted in Django's
+    # default cache; None turns throttling off. See docs/api.md.
+    "SILLO_API_THROTTLE": "600/min",
     "SILLO_MIDDLEWARE": [
         "schedules.scheduler.pipeline.log_run",
         "schedules.scheduler.pipeline.retry",

@@ -157,3 +157,51 @@ def health_report(*, now: datetime) -> tuple[bool, dict]:
         "runs": {**runs, "recent": recent, "recent_errors": recent_errors},
     }
     return not problems, report
+
+
+def filtered_runs(
+    *,
+    statuses: list[str] | None = None,
+    task_name: str | None = None,
+    schedule_code: str | None = None,
+    reasons: list[str] | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> QuerySet[Run]:
+    """Runs newest first (by id, the primary key index), with the API's filters; the
+    time range is on queued_at, `since` inclusive and `until` exclusive."""
+    runs = Run.objects.all()
+    if statuses:
+        runs = runs.filter(status__in=statuses)
+    if task_name:
+        runs = runs.filter(task_name=task_name)
+    if schedule_code:
+        runs = runs.filter(schedule_code=schedule_code)
+    if reasons:
+        runs = runs.filter(reason__in=reasons)
+    if since is not None:
+        runs = runs.filter(queued_at__gte=since)
+    if until is not None:
+        runs = runs.filter(queued_at__lt=until)
+    return runs.order_by("-pk")
+
+
+def scheduler_stats(*, now: datetime) -> dict:
+    """Jobs by status, run totals, the queue (count and oldest age) and live schedulers."""
+    jobs = Schedule.objects.aggregate(
+        total=Count("pk"),
+        **{status: Count("pk", filter=Q(status=status)) for status in ScheduleStatus.values},
+    )
+    oldest = Run.objects.queued().order_by("queued_at").values_list("queued_at", flat=True).first()
+    alive = SchedulerInstance.objects.alive(now=now)
+    return {
+        "jobs": jobs,
+        "runs": run_totals(),
+        "queue": {
+            "queued": Run.objects.queued().count(),
+            "due": Run.objects.queued().filter(not_before__lte=now).count(),
+            "oldest_queued_at": oldest,
+            "oldest_age_seconds": round((now - oldest).total_seconds(), 3) if oldest else None,
+        },
+        "schedulers": alive.count(),
+    }

@@ -11,10 +11,13 @@ import logging
 from dataclasses import asdict
 from datetime import datetime
 
+from asgiref.sync import async_to_sync
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from .events import publish_run
+from .inputs import kwargs_problem
 from .models import Run, RunReason, RunStatus, Schedule, ScheduleSource, ScheduleStatus
 from .registry import Registry, TaskDeclaration, registry
 from .scheduler import dispatch
@@ -48,6 +51,14 @@ class InvalidTransition(ValueError):
 
 class RunRefused(ValueError):
     """A manual run that cannot be queued (orphan or duplicate task)."""
+
+
+class InvalidKwargs(ValueError):
+    """Run-now kwargs that do not fit the task's signature."""
+
+
+class RunNotCancellable(ValueError):
+    """A cancel of a run that has already finished."""
 
 
 def _transition(*, schedule: Schedule, to: str, now: datetime | None = None) -> Schedule:
@@ -221,19 +232,33 @@ def schedule_reset_to_default(*, schedule: Schedule, tasks: Registry = registry)
 
 
 def schedule_run_now(
-    *, schedule: Schedule, by: AbstractBaseUser | None = None, tasks: Registry = registry
+    *,
+    schedule: Schedule,
+    by: AbstractBaseUser | None = None,
+    kwargs: dict | None = None,
+    tasks: Registry = registry,
 ) -> Run:
-    """Queue a manual run and wake a scheduler; refused for orphans and duplicates."""
+    """Queue a manual run and wake a scheduler; refused for orphans and duplicates.
+
+    `kwargs`, if given, are merged over the schedule's own for this run only;
+    the result must fit the task's signature (InvalidKwargs otherwise).
+    """
     refusal = tasks.refusal(schedule.task_name)
     if refusal:
         raise RunRefused(f"cannot run '{schedule.code}': {refusal}")
+    run_kwargs = schedule.kwargs
+    if kwargs is not None:
+        run_kwargs = {**schedule.kwargs, **kwargs} if isinstance(kwargs, dict) else kwargs
+        problem = kwargs_problem(schedule.task_name, run_kwargs, tasks=tasks)
+        if problem:
+            raise InvalidKwargs(f"kwargs: {problem}")
     now = timezone.now()
     with transaction.atomic():
         run = Run.objects.create(
             schedule=schedule,
             schedule_code=schedule.code,
             task_name=schedule.task_name,
-            kwargs=schedule.kwargs,
+            kwargs=run_kwargs,
             reason=RunReason.MANUAL,
             status=RunStatus.QUEUED,
             dispatch=schedule.dispatch,
@@ -243,4 +268,23 @@ def schedule_run_now(
         )
         dispatch.enqueue(run)
     wake_schedulers()
+    return run
+
+
+def run_cancel(*, run: Run, by: AbstractBaseUser | None = None) -> Run:
+    """Cancel a queued or running run; RunNotCancellable if it has already finished.
+
+    A queued run is simply never picked up. A running one is recorded
+    `cancelled` here, and the scheduler that owns it notices on its next pass
+    (as with overlap="replace") and stops it; its outcome then keeps this ending.
+    """
+    who = by.get_username() if by is not None and by.is_authenticated else "an operator"
+    now = timezone.now()
+    changed = Run.objects.filter(
+        pk=run.pk, status__in=[RunStatus.QUEUED, RunStatus.RUNNING]
+    ).update(status=RunStatus.CANCELLED, finished_at=now, error=f"cancelled by {who}")
+    run.refresh_from_db()
+    if not changed:
+        raise RunNotCancellable(f"run #{run.pk} cannot be cancelled: it is {run.status}")
+    async_to_sync(publish_run)(run)  # live pages learn of it now; the database has it anyway
     return run

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from django.urls import path
+from django.urls import include, path
 
 from .web.views import (
+    api_tokens,
     health,
     live,
     metrics,
@@ -34,4 +35,8 @@ urlpatterns = [
     ),
     path("live/", live.live_log, name="live-log"),
     path("tasks/", task_list.task_list, name="task-list"),
+    path("account/api-tokens/", api_tokens.token_list, name="api-tokens"),
+    path("account/api-tokens/<int:pk>/revoke/", api_tokens.token_revoke, name="api-token-revoke"),
+    # The JSON API (schedules/api/); its URLs resolve by path, never by name.
+    path("api/v1/", include("schedules.api.urls")),
 ]

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import inspect
 import json
 from zoneinfo import available_timezones
 
 from django import forms
 
+from .. import inputs
 from ..models import Schedule
 from ..registry import OPTION_NAMES, registry
 
@@ -48,8 +48,9 @@ class ScheduleForm(forms.ModelForm):
 
     def clean_tz(self) -> str:
         tz = self.cleaned_data["tz"]
-        if tz and tz not in ZONES and tz != "UTC":
-            raise forms.ValidationError(f"unknown time zone '{tz}'")
+        problem = inputs.zone_problem(tz)
+        if problem:
+            raise forms.ValidationError(problem)
         return tz
 
     def clean_dispatch(self) -> str:
@@ -62,15 +63,17 @@ class ScheduleForm(forms.ModelForm):
         except json.JSONDecodeError as exc:
             raise forms.ValidationError(f"not valid JSON: {exc.msg} (line {exc.lineno})") from None
         if not isinstance(value, dict):
-            raise forms.ValidationError('must be a JSON object, such as {"region": "eu"}')
+            raise forms.ValidationError(inputs.kwargs_problem("", value))
         return value
 
     def clean(self) -> dict:
         data = super().clean()
-        declaration = registry.get(data.get("task_name") or "")
-        if declaration is not None and isinstance(data.get("kwargs"), dict):
-            try:
-                inspect.signature(declaration.func).bind(**data["kwargs"])
-            except TypeError as exc:
-                self.add_error("kwargs", f"does not fit {declaration.name}: {exc}")
+        if isinstance(data.get("kwargs"), dict):
+            problem = inputs.kwargs_problem(data.get("task_name") or "", data["kwargs"])
+            if problem:
+                self.add_error("kwargs", problem)
+        options = {name: data[name] for name in OPTION_NAMES if data.get(name) is not None}
+        for name, problem in inputs.option_problems(options).items():
+            if name in self.fields and name not in self.errors:
+                self.add_error(name, problem)
         return data

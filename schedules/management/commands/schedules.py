@@ -11,11 +11,13 @@ import asyncio
 import json
 import time
 
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 from django.utils import timezone
 
 from schedules import services
+from schedules.management import schedule_writes
 from schedules.management.cli import OneLineParser
 from schedules.models import FINISHED, Run, Schedule, SchedulerInstance, ScheduleStatus
 from schedules.presenters import run_data, schedule_data
@@ -35,7 +37,10 @@ from schedules.timing import (
 
 
 class Command(BaseCommand):
-    help = "Inspect and steer schedules: list, show, preview, pause, resume, cancel, run, runs."
+    help = (
+        "Inspect and steer schedules: list, show, preview, pause, resume, cancel, run, runs, "
+        "create, edit, delete, reset."
+    )
 
     def create_parser(self, prog_name: str, subcommand: str, **kwargs: object) -> OneLineParser:
         parser = super().create_parser(prog_name, subcommand, **kwargs)
@@ -86,11 +91,22 @@ class Command(BaseCommand):
         preview.add_argument("--after", help="ISO-8601 start (default: now); local to --tz")
         preview.add_argument("--json", action="store_true", help="a JSON array of ISO-8601 times")
 
+        schedule_writes.add_arguments(action)
+
     def handle(self, *args: object, **options: object) -> None:
+        action = options["action"]
+        write = schedule_writes.HANDLERS.get(action)
         try:
-            getattr(self, f"handle_{options['action']}")(**options)
+            if write is not None:
+                write(self, **options)
+            else:
+                getattr(self, f"handle_{action}")(**options)
         except (InvalidTrigger, services.InvalidTransition, services.RunRefused) as exc:
             raise CommandError(str(exc), returncode=2) from None
+        except ValidationError as exc:
+            problems = exc.message_dict.items() if hasattr(exc, "error_dict") else []
+            text = "; ".join(f"{field}: {' '.join(m)}" for field, m in problems)
+            raise CommandError(text or " ".join(exc.messages), returncode=2) from None
         except DatabaseError as exc:
             first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise CommandError(
