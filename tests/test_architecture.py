@@ -15,8 +15,11 @@ import pytest
 APP = Path(__file__).resolve().parent.parent / "schedules"
 # The scheduler's modules that other parts of the app may import (its __init__ says why).
 SCHEDULER_ENTRY_POINTS = {"process", "hints", "dispatch", "pipeline"}
-# Modules at the app's root that exist to mount the web side.
+# Modules at the app's root that exist to mount the web side (the dashboard and the API).
 WEB_MOUNTS = {"schedules.urls", "schedules.routing"}
+# The JSON API is a surface beside the dashboard; of the dashboard it shares only the
+# permissions it checks, so both surfaces answer "who may do what" the same way.
+API_FROM_WEB = {"schedules.web.access"}
 
 
 @dataclass(frozen=True)
@@ -128,8 +131,31 @@ def test_the_domain_imports_no_web_module() -> None:
         imp
         for imp in ALL
         if not within(imp.source, "schedules.web")
+        and not within(imp.source, "schedules.api")
         and imp.source not in WEB_MOUNTS
         and within(imp.target, "schedules.web")
+    ]
+    assert wrong == []
+
+
+def test_the_api_takes_only_the_permissions_from_the_dashboard() -> None:
+    wrong = [
+        imp
+        for imp in ALL
+        if within(imp.source, "schedules.api")
+        and within(imp.target, "schedules.web")
+        and imp.target not in API_FROM_WEB
+    ]
+    assert wrong == []
+
+
+def test_only_the_url_mount_imports_the_api() -> None:
+    wrong = [
+        imp
+        for imp in ALL
+        if not within(imp.source, "schedules.api")
+        and imp.source not in WEB_MOUNTS
+        and within(imp.target, "schedules.api")
     ]
     assert wrong == []
 

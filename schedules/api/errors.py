@@ -75,12 +75,15 @@ def error_response(status: int, problems: dict[str | None, str]) -> HttpResponse
 
 
 def _validation_field(loc: tuple) -> str:
-    """('body', 'payload', 'options', 'max_attempts') -> 'options.max_attempts'."""
+    """('body', 'payload', 'options', 'max_attempts') -> 'options.max_attempts';
+    ('query', 'filters', 'status', 0) -> 'status'."""
     parts = [str(part) for part in loc]
     if parts and parts[0] == "body":
         parts = parts[2:] or ["body"]  # the operation's parameter name says nothing
     elif parts and parts[0] in ("query", "path", "header", "cookie", "form"):
-        parts = parts[1:]
+        # Parameters are flat: the name is the last part that is not a list index.
+        names = [part for part in parts[1:] if not part.isdigit()]
+        parts = names[-1:]
     return ".".join(parts) or "body"
 
 

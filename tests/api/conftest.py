@@ -40,6 +40,9 @@ class Caller:
         if body is not None:
             kwargs["data"] = json.dumps(body)
             kwargs["content_type"] = "application/json"
+        elif method != "GET":  # as `curl -X POST` sends it: no body at all
+            kwargs["data"] = ""
+            kwargs["content_type"] = "application/json"
         return getattr(self.client, method.lower())(f"{API}{path}", **kwargs)
 
     def get(self, path: str, **extra):
