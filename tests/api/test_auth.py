@@ -75,9 +75,7 @@ def test_an_inactive_users_token_is_refused(viewer_user) -> None:
     issued = tokens.token_issue(user=viewer_user, name="ci")
     viewer_user.is_active = False
     viewer_user.save()
-    assert errors_of(bearer(issued.secret).get("/stats")) == {
-        None: "the token's user is inactive"
-    }
+    assert errors_of(bearer(issued.secret).get("/stats")) == {None: "the token's user is inactive"}
 
 
 def test_a_token_records_its_last_use_at_most_once_a_minute(viewer_user) -> None:

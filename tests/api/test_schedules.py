@@ -118,7 +118,11 @@ def test_run_now_merges_kwargs_for_that_run_only(as_role, schedule) -> None:
     response = api.post("/schedules/nightly/run", {"kwargs": {"b": 3}})
     assert response.status_code == 202, response.content
     body = response.json()
-    assert (body["status"], body["reason"], body["kwargs"]) == ("queued", "manual", {"a": 1, "b": 3})
+    assert (body["status"], body["reason"], body["kwargs"]) == (
+        "queued",
+        "manual",
+        {"a": 1, "b": 3},
+    )
     assert body["requested_by"].startswith("operator-token")
     schedule.refresh_from_db()
     assert schedule.kwargs == {"a": 1, "b": 2}
