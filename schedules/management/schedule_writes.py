@@ -79,7 +79,9 @@ def handle_create(cmd: BaseCommand, *, code: str, task: str, **options: Any) -> 
         raise CommandError(f"a schedule with code '{code}' already exists", returncode=2)
     trigger = _trigger(options)
     if trigger is None:
-        raise CommandError("give the schedule a trigger: --cron, --every, --at or --spec", 2)
+        raise CommandError(
+            "give the schedule a trigger: --cron, --every, --at or --spec", returncode=2
+        )
     declaration = registry.get(task)
     values = asdict(declaration.options if declaration else TaskOptions())
     values.update(_given_options(options))
