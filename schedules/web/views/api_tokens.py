@@ -22,7 +22,9 @@ EXPIRY_CHOICES = [("", "never"), ("7", "in 7 days"), ("30", "in 30 days"),
 
 class TokenForm(forms.Form):
     name = forms.CharField(max_length=100, help_text="What it is for, e.g. 'CI deploy hook'.")
-    expires = forms.ChoiceField(choices=EXPIRY_CHOICES, required=False, initial="90")
+    expires = forms.ChoiceField(
+        label="Expires", choices=EXPIRY_CHOICES, required=False, initial="90"
+    )
 
 
 @login_required
