@@ -53,10 +53,29 @@ def task_problem(task_name: str, *, current: str | None = None, tasks: Registry 
     return tasks.refusal(task_name)
 
 
+def nul_problem(value: object) -> str:
+    """PostgreSQL stores no NUL character in text or JSON: refuse it in any string,
+    at any depth (walked without recursion, so no nesting is too deep to check)."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return "must not contain the NUL character (\\u0000)"
+        elif isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list | tuple):
+            pending.extend(item)
+    return ""
+
+
 def kwargs_problem(task_name: str, kwargs: object, *, tasks: Registry = registry) -> str:
     """Why these kwargs cannot be passed to the task (not an object, or not its signature)."""
     if not isinstance(kwargs, dict):
         return 'must be a JSON object, such as {"region": "eu"}'
+    if nul_problem(kwargs):
+        return nul_problem(kwargs)
     declaration = tasks.get(task_name)
     if declaration is None:
         return ""  # an orphan's kwargs cannot be checked; it never runs anyway

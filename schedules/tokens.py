@@ -70,7 +70,8 @@ def token_authenticate(text: str, *, now: datetime | None = None) -> ApiToken:
     now = now or timezone.now()
     text = text.strip()
     prefix = text[len(SCHEME) : len(SCHEME) + PREFIX_LENGTH]
-    if not text.startswith(SCHEME) or text[len(SCHEME) + PREFIX_LENGTH :][:1] != "_":
+    well_formed = text.startswith(SCHEME) and text[len(SCHEME) + PREFIX_LENGTH :][:1] == "_"
+    if not well_formed or not all(c in "0123456789abcdef" for c in prefix):
         raise TokenRejected("malformed token: API tokens start with 'sdk_'")
     token = ApiToken.objects.select_related("user").filter(prefix=prefix).first()
     if token is None or not hmac.compare_digest(token.digest, digest(text)):

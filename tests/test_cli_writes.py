@@ -99,6 +99,11 @@ def test_create_takes_the_tasks_declared_options_by_default() -> None:
         (["x", "--task", "test.echo", "--every", "60", "--misfire-grace", "-1"],
          "--misfire-grace"),
         (["bad code", "--task", "test.echo", "--every", "60"], "code: Enter a valid"),
+        (["x", "--task", "test.echo", "--every", "60", "--kwargs", '{"a": "\\u0000"}'],
+         "--kwargs: must not contain the NUL character"),
+        (["x", "--task", "test.echo", "--spec",
+          '{"kind": "interval", "every": 60, "seed": "\\u0000"}'],
+         "trigger: must not contain the NUL character"),
     ],
 )  # fmt: skip
 def test_create_refuses_bad_input_in_one_line(args, message) -> None:

@@ -19,7 +19,7 @@ logger = logging.getLogger(__name__)
 def schedule_for(request: HttpRequest, code: str, perm: str = VIEW) -> Schedule:
     """The schedule, if the caller may view it and has `perm`: 404 unknown, 403 not allowed."""
     require(request, VIEW)
-    schedule = Schedule.objects.filter(code=code).first()
+    schedule = None if "\x00" in code else Schedule.objects.filter(code=code).first()
     if schedule is None:
         raise Problem(404, {None: f"no schedule with code '{code}'"})
     require(request, perm)
@@ -33,6 +33,8 @@ def parsed_trigger(spec: dict, *, code: str, field: str = "trigger") -> Trigger:
     anything else it raises on hostile input is still the caller's bad input,
     so it is reported the same way (and logged, to be given a proper message).
     """
+    if inputs.nul_problem(spec):
+        raise Problem(422, {field: inputs.nul_problem(spec)})
     try:
         return services.normalize_trigger(spec, code=code)
     except InvalidTrigger as exc:

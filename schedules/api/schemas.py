@@ -23,6 +23,10 @@ RunStatusName = Literal[tuple(RunStatus.values)]  # type: ignore[valid-type]
 ReasonName = Literal[tuple(RunReason.values)]  # type: ignore[valid-type]
 
 
+# PostgreSQL refuses the NUL character in text: a string parameter may not carry one.
+NO_NUL = r"^[^\x00]*$"
+
+
 def _limit(name: str, **extra: Any) -> Any:
     low, high = OPTION_LIMITS[name]
     # Unset (None) means "keep" on update and "the task's default" on create.
@@ -65,7 +69,7 @@ class ScheduleCreate(Strict):
     code: str = Field(
         min_length=1, max_length=200, pattern=r"^[-a-zA-Z0-9_]+$", description="a unique slug"
     )
-    task_name: str = Field(min_length=1, max_length=200)
+    task_name: str = Field(min_length=1, max_length=200, pattern=NO_NUL)
     trigger: dict[str, Any] = Field(description=TRIGGER_HELP)
     kwargs: dict[str, Any] = Field(default_factory=dict, description="the task's keyword arguments")
     tz: str = Field(
@@ -77,10 +81,10 @@ class ScheduleCreate(Strict):
 class ScheduleUpdate(Strict):
     """Only the fields given change; the code never does."""
 
-    task_name: str = Field(default=None, min_length=1, max_length=200)
+    task_name: str = Field(default=None, min_length=1, max_length=200, pattern=NO_NUL)
     trigger: dict[str, Any] = Field(default=None, description=TRIGGER_HELP)
     kwargs: dict[str, Any] = Field(default=None)
-    tz: str = Field(default=None, max_length=64)
+    tz: str = Field(default=None, max_length=64, pattern=NO_NUL)
     options: OptionsIn = Field(default=None)
 
 
@@ -92,10 +96,15 @@ class RunNowIn(Strict):
 
 class PreviewIn(Strict):
     trigger: dict[str, Any] = Field(description=TRIGGER_HELP)
-    tz: str | None = Field(default=None, max_length=64, description="zone of the times shown")
+    tz: str | None = Field(
+        default=None, max_length=64, pattern=NO_NUL, description="zone of the times shown"
+    )
     count: StrictInt = Field(default=10, ge=1, le=100)
     after: str | None = Field(
-        default=None, max_length=64, description="ISO-8601 start, with an offset or local to tz"
+        default=None,
+        max_length=64,
+        pattern=NO_NUL,
+        description="ISO-8601 start, with an offset or local to tz",
     )
 
 

@@ -55,6 +55,7 @@ def test_a_revoked_token_is_refused_saying_so(viewer_user) -> None:
         ("hunter2", "malformed token: API tokens start with 'sdk_'"),
         ("sdk_0123456789", "malformed token: API tokens start with 'sdk_'"),
         ("sdk_01234567_not-a-real-secret", "unknown token"),
+        ("sdk_0123456\x00_secret", "malformed token: API tokens start with 'sdk_'"),
     ],
 )
 def test_a_wrong_token_is_refused_even_with_a_session(viewer_user, text, message) -> None:

@@ -56,6 +56,11 @@ CREATE_CASES = [
     ("kwargs", _with(kwargs=[1, 2]), 422),
     ("kwargs", _with(kwargs="{}"), 422),
     ("kwargs", _with(task_name="test.fail", kwargs={"nope": 1}), 422),
+    ("kwargs", _with(kwargs={"region": "e\x00u"}), 422),
+    ("kwargs", _with(kwargs={"nested": [{"k\x00": 1}]}), 422),
+    ("trigger", _with(trigger={"kind": "interval", "every": 60, "seed": "\x00"}), 422),
+    ("task_name", _with(task_name="test\x00echo"), 422),
+    ("tz", _with(tz="UTC\x00"), 422),
     ("tz", _with(tz="Europe/Berln"), 422),
     ("tz", _with(tz=5), 422),
     ("options", _with(options=[]), 422),
@@ -169,6 +174,7 @@ def test_preview_names_the_field_at_fault(as_role, field, body) -> None:
 
 
 RUN_NOW_CASES = [
+    ("kwargs", {"kwargs": {"message": "\x00"}}),
     ("kwargs", {"kwargs": [1]}),
     ("kwargs", {"kwargs": {"unexpected": True}}),
     ("extra", {"kwargs": {}, "extra": 1}),
@@ -200,6 +206,9 @@ LIST_CASES = [
     ("/runs?until=2026-13-01T00:00:00Z", "until"),
     ("/runs?limit=501", "limit"),
     ("/runs?cursor=!!!", "cursor"),
+    ("/schedules?q=a%00b", "q"),
+    ("/runs?task=a%00b", "task"),
+    ("/runs?schedule=%00", "schedule"),
     ("/runs?cursor=cnVuOng", "cursor"),
     ("/runs?cursor=" + "A" * 65, "cursor"),
 ]
@@ -210,3 +219,10 @@ def test_list_filters_name_the_parameter_at_fault(as_role, db, path, field) -> N
     response = as_role("viewer", "token").get(path)
     assert response.status_code == 422, response.content
     assert field in errors_of(response), errors_of(response)
+
+
+def test_a_nul_character_in_a_code_is_simply_not_found(as_role, db) -> None:
+    # PostgreSQL refuses NUL in a query parameter; the lookup must not reach it.
+    response = as_role("viewer", "token").get("/schedules/a%00b")
+    assert response.status_code == 404
+    assert errors_of(response)

@@ -97,3 +97,19 @@ def test_the_list_shows_each_tokens_state(client_of, viewer) -> None:
     tokens.token_revoke(token=gone.token)
     rows = {token.name: state for token, state in client_of(viewer).get(URL).context["rows"]}
     assert rows == {"live": "active", "old": "expired", "gone": "revoked"}
+
+
+def test_an_administrator_revokes_tokens_in_the_admin_but_cannot_issue_one(
+    client_of, owner, viewer
+) -> None:
+    issued = tokens.token_issue(user=viewer, name="ci")
+    client = client_of(owner)
+    assert client.get("/admin/schedules/apitoken/").status_code == 200
+    assert client.get("/admin/schedules/apitoken/add/").status_code == 403
+    response = client.post(
+        "/admin/schedules/apitoken/",
+        {"action": "revoke", "_selected_action": [issued.token.pk]},
+    )
+    assert response.status_code == 302
+    issued.token.refresh_from_db()
+    assert issued.token.state() == "revoked"

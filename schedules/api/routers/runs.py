@@ -16,7 +16,7 @@ from ...selectors import filtered_runs
 from ..auth import OPERATE, VIEW, caller, require
 from ..errors import ErrorOut, Problem
 from ..presenters import run_body
-from ..schemas import ReasonName, RunDetailOut, RunPage, RunStatusName
+from ..schemas import NO_NUL, ReasonName, RunDetailOut, RunPage, RunStatusName
 
 router = Router(tags=["runs"])
 ERRORS = dict.fromkeys((401, 403, 404, 409, 422, 429), ErrorOut)
@@ -24,8 +24,12 @@ ERRORS = dict.fromkeys((401, 403, 404, 409, 422, 429), ErrorOut)
 
 class RunFilters(Schema):
     status: list[RunStatusName] = Field(default_factory=list, description="repeat for several")
-    task: str | None = Field(default=None, max_length=200, description="a task name")
-    schedule: str | None = Field(default=None, max_length=200, description="a schedule code")
+    task: str | None = Field(
+        default=None, max_length=200, pattern=NO_NUL, description="a task name"
+    )
+    schedule: str | None = Field(
+        default=None, max_length=200, pattern=NO_NUL, description="a schedule code"
+    )
     reason: list[ReasonName] = Field(default_factory=list, description="repeat for several")
     since: datetime | None = Field(default=None, description="queued at or after (ISO-8601)")
     until: datetime | None = Field(default=None, description="queued before (ISO-8601)")

@@ -22,6 +22,7 @@ from ..checks import check_input, parsed_trigger, schedule_for
 from ..errors import ErrorOut, Problem
 from ..presenters import run_body, schedule_body
 from ..schemas import (
+    NO_NUL,
     RunDetailOut,
     RunNowIn,
     ScheduleCreate,
@@ -37,7 +38,9 @@ NEXT_TIMES = 10
 
 
 class ScheduleFilters(Schema):
-    q: str = Field(default="", max_length=200, description="part of the code or task name")
+    q: str = Field(
+        default="", max_length=200, pattern=NO_NUL, description="part of the code or task name"
+    )
     status: StatusName | None = None
     outcome: Literal[("never", *RunStatus.values)] | None = None  # type: ignore[valid-type]
     flag: Literal[LIST_FLAGS] | None = None  # type: ignore[valid-type]
