@@ -7,6 +7,8 @@ which would answer an API client with a redirect to the login page.
 
 from __future__ import annotations
 
+from functools import wraps
+
 from django.contrib.auth.decorators import login_not_required
 from django.http import HttpRequest, HttpResponse
 from django.urls import URLPattern, include, path, re_path
@@ -43,10 +45,28 @@ def unknown(request: HttpRequest, rest: str = "") -> HttpResponse:
     return errors.error_response(404, {None: f"no API endpoint at {request.path}"})
 
 
+def _json_errors(view):
+    """Ninja answers a method it has no operation for in plain text; say it in our shape."""
+
+    @wraps(view)
+    def wrapped(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        response = view(request, *args, **kwargs)
+        if response.status_code == 405 and "json" not in response.get("Content-Type", ""):
+            allowed = response.get("Allow", "")
+            problem = f"{request.method} is not allowed here; allowed: {allowed}"
+            response = errors.error_response(405, {None: problem})
+            response["Allow"] = allowed
+        return response
+
+    return login_not_required(wrapped)
+
+
 def _patterns() -> list[URLPattern]:
-    routes = [p for p in api.urls[0] if getattr(p, "name", None) != "api-root"]
-    for route in routes:
-        login_not_required(route.callback)
+    routes = [
+        URLPattern(p.pattern, _json_errors(p.callback), p.default_args, p.name)
+        for p in api.urls[0]
+        if getattr(p, "name", None) != "api-root"
+    ]
     return [
         *routes,
         path("openapi.json", login_not_required(docs.schema_view(api)), name="openapi-json"),

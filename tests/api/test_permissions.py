@@ -128,3 +128,10 @@ def test_an_unknown_endpoint_is_a_json_404(as_role, db) -> None:
     response = as_role("viewer").get("/nothing/here")
     assert response.status_code == 404
     assert "no API endpoint" in errors_of(response)[None]
+
+
+def test_a_method_the_endpoint_lacks_is_a_json_405(as_role, schedule) -> None:
+    response = as_role("editor", "token").call("PUT", "/schedules/nightly", {"kwargs": {}})
+    assert response.status_code == 405
+    assert errors_of(response)[None].startswith("PUT is not allowed here; allowed: ")
+    assert set(response["Allow"].split(", ")) == {"GET", "PATCH", "DELETE"}
