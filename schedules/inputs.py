@@ -9,6 +9,7 @@ Each check returns problems by field name, in the words the operator reads.
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Mapping
 from functools import lru_cache
 from zoneinfo import available_timezones
@@ -53,15 +54,19 @@ def task_problem(task_name: str, *, current: str | None = None, tasks: Registry 
     return tasks.refusal(task_name)
 
 
-def nul_problem(value: object) -> str:
-    """PostgreSQL stores no NUL character in text or JSON: refuse it in any string,
-    at any depth (walked without recursion, so no nesting is too deep to check)."""
+def json_problem(value: object) -> str:
+    """What in a JSON value no database stores: the NUL character in a string
+    (PostgreSQL text and jsonb refuse it) and NaN or Infinity (not JSON; jsonb
+    refuses them). Walked without recursion, so no nesting is too deep to check."""
     pending = [value]
     while pending:
         item = pending.pop()
         if isinstance(item, str):
             if "\x00" in item:
                 return "must not contain the NUL character (\\u0000)"
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                return "must not contain NaN or Infinity"
         elif isinstance(item, dict):
             pending.extend(item.keys())
             pending.extend(item.values())
@@ -74,8 +79,8 @@ def kwargs_problem(task_name: str, kwargs: object, *, tasks: Registry = registry
     """Why these kwargs cannot be passed to the task (not an object, or not its signature)."""
     if not isinstance(kwargs, dict):
         return 'must be a JSON object, such as {"region": "eu"}'
-    if nul_problem(kwargs):
-        return nul_problem(kwargs)
+    if json_problem(kwargs):
+        return json_problem(kwargs)
     declaration = tasks.get(task_name)
     if declaration is None:
         return ""  # an orphan's kwargs cannot be checked; it never runs anyway

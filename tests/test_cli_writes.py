@@ -72,7 +72,7 @@ def test_create_takes_the_tasks_declared_options_by_default() -> None:
         (["x", "--task", "test.echo"], "give the schedule a trigger"),
         (["x", "--task", "no.such", "--every", "60"], "--task: task 'no.such' is not declared"),
         (["x", "--task", "test.echo", "--cron", "0 9 * * 8"], "day-of-week 8 is out of range"),
-        (["x", "--task", "test.echo", "--every", "nan"], "interval every"),
+        (["x", "--task", "test.echo", "--every", "nan"], "trigger: must not contain NaN"),
         (["x", "--task", "test.echo", "--at", "soon"], "trigger"),
         (["x", "--task", "test.echo", "--spec", "{nope"], "--spec: not valid JSON"),
         (["x", "--task", "test.echo", "--every", "60", "--kwargs", "[1]"],

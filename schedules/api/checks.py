@@ -33,8 +33,8 @@ def parsed_trigger(spec: dict, *, code: str, field: str = "trigger") -> Trigger:
     anything else it raises on hostile input is still the caller's bad input,
     so it is reported the same way (and logged, to be given a proper message).
     """
-    if inputs.nul_problem(spec):
-        raise Problem(422, {field: inputs.nul_problem(spec)})
+    if inputs.json_problem(spec):
+        raise Problem(422, {field: inputs.json_problem(spec)})
     try:
         return services.normalize_trigger(spec, code=code)
     except InvalidTrigger as exc:

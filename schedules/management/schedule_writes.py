@@ -156,8 +156,8 @@ def _trigger(options: dict[str, Any]) -> dict | None:
         spec = {"kind": "date", "at": options["at"], "tz": tz}
     else:
         return None
-    if inputs.nul_problem(spec):
-        raise CommandError(f"trigger: {inputs.nul_problem(spec)}", returncode=2)
+    if inputs.json_problem(spec):
+        raise CommandError(f"trigger: {inputs.json_problem(spec)}", returncode=2)
     return trigger_from_spec(spec).to_spec()
 
 
