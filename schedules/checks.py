@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from django.core.checks import Error, register
+from django.core.checks import CheckMessage, Error, Warning, register
 
 from .registry import registry
 
 
 @register("schedules")
-def check_task_declarations(app_configs: object = None, **kwargs: object) -> list[Error]:
+def check_task_declarations(app_configs: object = None, **kwargs: object) -> list[CheckMessage]:
     errors = []
     for name in sorted(registry.duplicate_names()):
         places = ", ".join(d.qualname for d in registry.declarations[name])
@@ -25,6 +25,15 @@ def check_task_declarations(app_configs: object = None, **kwargs: object) -> lis
                 Error(
                     f"task '{declaration.name}' ({declaration.qualname}): {problem}",
                     id="schedules.E002",
+                )
+            )
+    for declaration in registry.all():
+        if declaration.worker_problem:
+            errors.append(
+                Warning(
+                    f"task '{declaration.name}': {declaration.worker_problem}",
+                    hint="Its runs would fail in the worker process with this reason.",
+                    id="schedules.W004",
                 )
             )
     for module, failure in sorted(registry.failed_imports.items()):

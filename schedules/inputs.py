@@ -21,7 +21,7 @@ from .registry import Registry, registry
 # an integer past the database's range would fail at save time instead.
 DAY = 86_400.0
 OPTION_LIMITS: dict[str, tuple[float, float]] = {
-    "timeout": (0.001, 30 * DAY),
+    "timeout": (0.0, 30 * DAY),  # 0: no timeout; None (not checked): the default
     "max_attempts": (1, 100),
     "retry_delay": (0.0, 30 * DAY),
     "max_instances": (1, 1000),

@@ -119,7 +119,11 @@ class Schedule(models.Model):
         max_length=16, choices=ScheduleSource.choices, default=ScheduleSource.OPERATOR
     )
 
-    timeout = models.FloatField(null=True, blank=True, help_text="seconds; empty for none")
+    timeout = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="seconds; empty: the default (SILLO_DEFAULT_TIMEOUT, 1 hour); 0: no timeout",
+    )
     max_attempts = models.PositiveIntegerField(default=1)
     retry_delay = models.FloatField(default=10.0, help_text="seconds before the first retry")
     max_instances = models.PositiveIntegerField(default=1)
@@ -178,8 +182,8 @@ class Schedule(models.Model):
                 condition=Q(max_instances__gte=1), name="schedule_max_instances_positive"
             ),
             models.CheckConstraint(
-                condition=Q(timeout__isnull=True) | Q(timeout__gt=0),
-                name="schedule_timeout_positive",
+                condition=Q(timeout__isnull=True) | Q(timeout__gte=0),
+                name="schedule_timeout_not_negative",
             ),
             models.CheckConstraint(
                 condition=Q(dispatch__in=Dispatch.values), name="schedule_dispatch_valid"
@@ -195,6 +199,16 @@ class Schedule(models.Model):
         Triggers are immutable, so schedules with the same spec share one parse.
         """
         return _parse_spec(json.dumps(self.trigger, sort_keys=True))
+
+    @property
+    def effective_timeout(self) -> float | None:
+        """Seconds a run may take: the schedule's, else SILLO_DEFAULT_TIMEOUT; None: no limit.
+
+        An empty timeout means the default; 0 means none (an explicit opt-out).
+        """
+        if self.timeout is None:
+            return setting("SILLO_DEFAULT_TIMEOUT") or None
+        return self.timeout or None
 
     def preview_times(
         self, count: int, *, after: datetime, operator_zone: tzinfo | None = None
@@ -243,6 +257,8 @@ class Run(models.Model):
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
+    # Who stopped the run: a user name, "cli:<os user>", or empty.
+    cancelled_by = models.CharField(max_length=200, blank=True)
 
     objects = RunQuerySet.as_manager()
 

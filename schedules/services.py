@@ -11,12 +11,10 @@ import logging
 from dataclasses import asdict
 from datetime import datetime
 
-from asgiref.sync import async_to_sync
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from .events import publish_run
 from .inputs import kwargs_problem
 from .models import Run, RunReason, RunStatus, Schedule, ScheduleSource, ScheduleStatus
 from .registry import Registry, TaskDeclaration, registry
@@ -57,8 +55,8 @@ class InvalidKwargs(ValueError):
     """Run-now kwargs that do not fit the task's signature."""
 
 
-class RunNotCancellable(ValueError):
-    """A cancel of a run that has already finished."""
+class CancelRefused(ValueError):
+    """A run that cannot be cancelled (it already ended)."""
 
 
 def _transition(*, schedule: Schedule, to: str, now: datetime | None = None) -> Schedule:
@@ -271,20 +269,46 @@ def schedule_run_now(
     return run
 
 
-def run_cancel(*, run: Run, by: AbstractBaseUser | None = None) -> Run:
-    """Cancel a queued or running run; RunNotCancellable if it has already finished.
+def actor(by: AbstractBaseUser | str | None) -> str:
+    """Who did something, as records keep it: a user name, "cli:<os user>", or ""."""
+    if by is None:
+        return ""
+    if isinstance(by, str):
+        return by
+    return by.get_username() if by.is_authenticated else ""
 
-    A queued run is simply never picked up. A running one is recorded
-    `cancelled` here, and the scheduler that owns it notices on its next pass
-    (as with overlap="replace") and stops it; its outcome then keeps this ending.
+
+def run_cancel(*, run: Run, by: AbstractBaseUser | str | None) -> Run:
+    """Stop a queued or running run; refused for a run that already ended.
+
+    A queued run is cancelled at once. A running one is recorded cancelled
+    now, and the scheduler that owns it stops it for real (terminates its
+    worker process) when it notices, within about a second.
     """
-    who = by.get_username() if by is not None and by.is_authenticated else "an operator"
-    now = timezone.now()
-    changed = Run.objects.filter(
-        pk=run.pk, status__in=[RunStatus.QUEUED, RunStatus.RUNNING]
-    ).update(status=RunStatus.CANCELLED, finished_at=now, error=f"cancelled by {who}")
-    run.refresh_from_db()
-    if not changed:
-        raise RunNotCancellable(f"run #{run.pk} cannot be cancelled: it is {run.status}")
-    async_to_sync(publish_run)(run)  # live pages learn of it now; the database has it anyway
-    return run
+    who = actor(by)
+    with transaction.atomic():
+        current = Run.objects.select_for_update().get(pk=run.pk)
+        if current.status not in (RunStatus.QUEUED, RunStatus.RUNNING):
+            raise CancelRefused(f"run #{current.pk} already ended ({current.status})")
+        current.status = RunStatus.CANCELLED
+        current.finished_at = timezone.now()
+        current.error = f"cancelled by {who or 'an operator'}"
+        current.cancelled_by = who
+        current.save(update_fields=["status", "finished_at", "error", "cancelled_by"])
+    wake_schedulers()
+    return current
+
+
+def schedule_drop_queued(*, schedule: Schedule, by: AbstractBaseUser | str | None) -> int:
+    """Cancel every queued run of a schedule (retries, catch-ups, manual runs); how many."""
+    who = actor(by)
+    return (
+        Run.objects.queued()
+        .filter(schedule=schedule)
+        .update(
+            status=RunStatus.CANCELLED,
+            finished_at=timezone.now(),
+            error=f"dropped from the queue by {who or 'an operator'}",
+            cancelled_by=who,
+        )
+    )

@@ -9,6 +9,7 @@ from .web.views import (
     health,
     live,
     metrics,
+    run_actions,
     schedule_actions,
     schedule_detail,
     schedule_edit,
@@ -28,6 +29,12 @@ urlpatterns = [
     path("schedules/<int:pk>/edit/", schedule_edit.schedule_edit, name="schedule-edit"),
     path("schedules/<int:pk>/run/", schedule_actions.schedule_run_now, name="schedule-run"),
     path("schedules/<int:pk>/delete/", schedule_actions.schedule_delete, name="schedule-delete"),
+    path(
+        "schedules/<int:pk>/drop-queued/",
+        schedule_actions.schedule_drop_queued,
+        name="schedule-drop-queued",
+    ),
+    path("runs/<int:pk>/cancel/", run_actions.run_cancel, name="run-cancel"),
     path(
         "schedules/<int:pk>/<slug:action>/",
         schedule_actions.schedule_action,

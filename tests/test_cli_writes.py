@@ -86,7 +86,7 @@ def test_create_takes_the_tasks_declared_options_by_default() -> None:
         (["x", "--task", "test.echo", "--every", "60", "--max-attempts", "0"],
          "--max-attempts: must be from 1 to 100"),
         (["x", "--task", "test.echo", "--every", "60", "--timeout", "inf"],
-         "--timeout: must be from 0.001"),
+         "--timeout: must be from 0 to 2592000"),
         (["x", "--task", "test.echo", "--every", "60", "--priority", "99999999999999999999"],
          "--priority: must be from"),
         (["x", "--task", "test.echo", "--every", "60", "--overlap", "queue"],
@@ -126,10 +126,12 @@ def test_edit_changes_only_what_is_given() -> None:
     assert data["options"]["timeout"] == 20
     assert data["trigger"]["expression"] == "0 3 * * *"
     assert data["kwargs"] == {"a": 1}
-    assert cli("edit", "job", "--every", "120", "--no-timeout").strip() == "saved job"
+    assert cli("edit", "job", "--every", "120", "--timeout", "0").strip() == "saved job"
     schedule = Schedule.objects.get(code="job")
     assert schedule.trigger["every"] == 120.0
-    assert schedule.timeout is None
+    assert schedule.timeout == 0  # explicitly none
+    cli("edit", "job", "--default-timeout")
+    assert Schedule.objects.get(code="job").timeout is None  # SILLO_DEFAULT_TIMEOUT
 
 
 def test_edit_refuses_bad_input_and_changes_nothing() -> None:

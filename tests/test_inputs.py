@@ -38,7 +38,8 @@ def test_a_task_must_be_runnable_unless_it_is_the_schedules_own() -> None:
         ({"max_attempts": 3, "timeout": None, "overlap": "replace"}, {}),
         ({"max_attempts": 0}, {"max_attempts": "must be from 1 to 100"}),
         ({"max_attempts": True}, {"max_attempts": "enter a whole number"}),
-        ({"timeout": 0.0}, {"timeout": "must be from 0.001 to 2592000"}),
+        ({"timeout": 0.0}, {}),  # no timeout
+        ({"timeout": -0.5}, {"timeout": "must be from 0 to 2592000"}),
         ({"retry_delay": float("nan")}, {"retry_delay": "must be from 0 to 2592000"}),
         ({"priority": 10**20}, {"priority": "must be from -1000000 to 1000000"}),
         ({"misfire_grace": "soon"}, {"misfire_grace": "enter a number of seconds"}),

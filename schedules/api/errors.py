@@ -151,7 +151,7 @@ def install(api: NinjaAPI) -> None:
 
     @api.exception_handler(services.InvalidTransition)
     @api.exception_handler(services.RunRefused)
-    @api.exception_handler(services.RunNotCancellable)
+    @api.exception_handler(services.CancelRefused)
     def refused(request: HttpRequest, exc: ValueError) -> HttpResponse:
         return error_response(409, {None: str(exc)})
 

@@ -37,6 +37,7 @@ def task_body(declaration: TaskDeclaration, *, duplicate: bool) -> dict:
         "name": declaration.name,
         "qualname": declaration.qualname,
         "is_async": declaration.is_async,
+        "isolation": declaration.isolation,
         "duplicate": duplicate,
         "problems": list(declaration.problems),
         "default_trigger": trigger.to_spec() if trigger is not None else None,

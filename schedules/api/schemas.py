@@ -41,7 +41,9 @@ class OptionsIn(Strict):
     """Execution options; any left out keep their value (on create: the task's own)."""
 
     timeout: StrictFloat | None = _limit(
-        "timeout", allow_inf_nan=False, description="seconds, or null for none"
+        "timeout",
+        allow_inf_nan=False,
+        description="seconds; 0: no timeout; null: the default (SILLO_DEFAULT_TIMEOUT)",
     )
     max_attempts: StrictInt = _limit("max_attempts")
     retry_delay: StrictFloat = _limit("retry_delay", allow_inf_nan=False, description="seconds")
@@ -160,6 +162,7 @@ class RunOut(Schema):
     error: str | None
     scheduler: str | None
     requested_by: str | None
+    cancelled_by: str | None
 
 
 class RunDetailOut(RunOut):
@@ -178,6 +181,7 @@ class TaskOut(Schema):
     name: str
     qualname: str
     is_async: bool
+    isolation: str = Field(description="process (a worker process) or inline (the scheduler)")
     duplicate: bool
     problems: list[str]
     default_trigger: dict[str, Any] | None

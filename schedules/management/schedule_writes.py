@@ -23,7 +23,7 @@ from schedules.timing import trigger_from_spec
 
 # Option name -> (flag, argparse type, help).
 OPTION_FLAGS: dict[str, tuple[str, Callable, str]] = {
-    "timeout": ("--timeout", float, "seconds before the run is stopped"),
+    "timeout": ("--timeout", float, "seconds before the run is stopped (0: never)"),
     "max_attempts": ("--max-attempts", int, "attempts including retries"),
     "retry_delay": ("--retry-delay", float, "seconds before the first retry"),
     "max_instances": ("--max-instances", int, "runs of this schedule at once"),
@@ -47,7 +47,9 @@ def add_arguments(action: Callable[[str, str], argparse.ArgumentParser]) -> None
     edit.add_argument("--task", help="the task name")
     _trigger_arguments(edit)
     _field_arguments(edit)
-    edit.add_argument("--no-timeout", action="store_true", help="remove the timeout")
+    edit.add_argument(
+        "--default-timeout", action="store_true", help="use SILLO_DEFAULT_TIMEOUT again"
+    )
 
     delete = action("delete", "delete a schedule (its runs stay in the log)")
     delete.add_argument("code")
@@ -98,7 +100,7 @@ def handle_edit(cmd: BaseCommand, *, code: str, task: str | None, **options: Any
     schedule = _schedule(code)
     values = {name: getattr(schedule, name) for name in OPTION_NAMES}
     values.update(_given_options(options))
-    if options["no_timeout"]:
+    if options["default_timeout"]:
         values["timeout"] = None
     fields = {
         "task_name": task if task is not None else schedule.task_name,

@@ -29,13 +29,16 @@ from ..registry import Registry, registry
 from ..signals import run_finished, run_started
 from . import claims, hints, instances, outcomes, retention
 from .clock import Clock, SystemClock
-from .executor import Executor, Outcome, context_for
+from .executor import Executor, Outcome, context_for, default_pool
 from .recorder import OutcomeRecorder
 
 logger = logging.getLogger(__name__)
 
 MAX_BACKOFF = 30.0
 PRUNE_EVERY = 50  # finished runs of a schedule between two prunes
+# While runs are in flight, how often to look for runs another process ended
+# (an operator's cancel, a replace): a cancel takes effect within this plus the kill grace.
+CANCEL_CHECK_INTERVAL = 0.5
 
 
 class Scheduler:
@@ -53,7 +56,9 @@ class Scheduler:
         self.tasks = tasks
         self.instance_id = instance_id or uuid.uuid4().hex[:16]
         self.host = socket.gethostname()
-        self.executor = executor or Executor(sync_workers=setting("SILLO_SYNC_WORKERS"))
+        self.executor = executor or Executor(
+            pool=default_pool(), sync_workers=setting("SILLO_SYNC_WORKERS")
+        )
         # One thread for the scheduler's own queries, apart from web requests and tasks.
         self._db_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sillo-db")
         self._wake = asyncio.Event()
@@ -63,6 +68,8 @@ class Scheduler:
         self._last: dict[str, datetime] = {}
         self._finished_since_prune: dict[int, int] = {}
         self.recorder = OutcomeRecorder(db=self.db, clock=self.clock)
+        # Runs are queued for want of a free worker: a finished run wakes the loop.
+        self._waiting_for_worker = False
         self.passes = 0
 
     # -------------------------------------------------------------- plumbing
@@ -100,6 +107,7 @@ class Scheduler:
             kind=self.kind,
         )
         self._last["heartbeat"] = now
+        await self.executor.start()
         self._started = True
         hints.register(self)
         logger.info("scheduler %s started on %s pid %s", self.instance_id, self.host, os.getpid())
@@ -145,7 +153,7 @@ class Scheduler:
             logger.info("waiting up to %.0fs for %d run(s)", grace, len(tasks))
             done, pending = await asyncio.wait(tasks, timeout=grace)
             for task in pending:
-                task.cancel()
+                task.cancel("scheduler shut down")
             if pending:
                 await asyncio.wait(pending)
         try:
@@ -154,7 +162,7 @@ class Scheduler:
             )
         except Exception:
             logger.exception("could not mark scheduler %s stopped", self.instance_id)
-        self.executor.shutdown()
+        await self.executor.shutdown()
         self._db_pool.submit(connections.close_all)
         self._db_pool.shutdown(wait=True)
         logger.info("scheduler %s stopped", self.instance_id)
@@ -174,11 +182,12 @@ class Scheduler:
                 host=self.host,
             ):
                 await self._publish(run)
-            await self._notice_cancelled()
+        await self._notice_cancelled()
         if self._due("sync", setting("SILLO_RESYNC_INTERVAL"), now):
             await self.db(services.sync_code_defaults, tasks=self.tasks, now=now)
 
         if not self._stopping:
+            slots = self._worker_slots()
             runs, replaced = await self.db(
                 claims.claim_due,
                 now=now,
@@ -187,9 +196,10 @@ class Scheduler:
                 limit=setting("SILLO_CLAIM_BATCH"),
                 max_catch_up=setting("SILLO_MAX_CATCH_UP"),
                 local_in_flight=self._local_in_flight(),
+                slots=slots,
             )
             # Due runs start before the queue is read: their slot is now.
-            self._cancel_local(replaced, "replaced by a newer run")
+            await self._cancel_local(replaced, "replaced by a newer run")
             for run in runs:
                 await self._launch_or_report(run)
             queued, replaced = await self.db(
@@ -199,16 +209,37 @@ class Scheduler:
                 tasks=self.tasks,
                 limit=setting("SILLO_CLAIM_BATCH"),
                 local_in_flight=self._local_in_flight(),
+                slots=slots,
             )
-            self._cancel_local(replaced, "replaced by a newer run")
+            await self._cancel_local(replaced, "replaced by a newer run")
             for run in queued:
                 await self._launch_or_report(run)
+            self._waiting_for_worker = slots.free == 0
+        if self.executor.pool is not None:
+            self.executor.pool.trim()
+        return await self._sleep_after_pass()
 
-        next_at = await self.db(claims.next_wakeup, tasks=self.tasks)
-        resync = setting("SILLO_RESYNC_INTERVAL")
-        if next_at is None:
-            return resync
-        return max(0.0, min(resync, (next_at - self.clock.now()).total_seconds()))
+    def _worker_slots(self) -> claims.WorkerSlots:
+        pool = self.executor.pool
+        if pool is None:
+            return claims.UNLIMITED
+        return claims.WorkerSlots(
+            pool.free_capacity(),
+            lambda name: self.executor.in_worker(self.tasks.get(name)),
+        )
+
+    async def _sleep_after_pass(self) -> float:
+        """Until the next slot or queued run (queued ones only if a worker is free),
+        the resync interval at most, and briefly while runs are in flight."""
+        next_at = await self.db(
+            claims.next_wakeup, tasks=self.tasks, include_queued=not self._waiting_for_worker
+        )
+        delay = setting("SILLO_RESYNC_INTERVAL")
+        if next_at is not None:
+            delay = max(0.0, min(delay, (next_at - self.clock.now()).total_seconds()))
+        if self.in_flight:
+            delay = min(delay, CANCEL_CHECK_INTERVAL)
+        return delay
 
     async def wait_idle(self) -> None:
         """Wait until every run this scheduler launched has been recorded."""
@@ -223,11 +254,15 @@ class Scheduler:
             await self.start()
 
     async def heartbeat_forever(self) -> None:
-        """Keep this instance alive between runs (workers have no passes)."""
+        """Keep this instance alive between runs, and stop runs that were cancelled
+        meanwhile (a django.tasks worker's runtime has no passes)."""
         while True:
-            await self.clock.wait(setting("SILLO_HEARTBEAT_INTERVAL"), asyncio.Event())
+            await self.clock.wait(CANCEL_CHECK_INTERVAL, asyncio.Event())
             try:
-                await self._heartbeat(self.clock.now())
+                now = self.clock.now()
+                if self._due("heartbeat", setting("SILLO_HEARTBEAT_INTERVAL"), now):
+                    await self._heartbeat(now)
+                await self._notice_cancelled()
             except Exception:
                 logger.exception("heartbeat of %s failed", self.instance_id)
 
@@ -243,7 +278,7 @@ class Scheduler:
             only=run_id,
             dispatch_kind=dispatch_kind,
         )
-        self._cancel_local(replaced, "replaced by a newer run")
+        await self._cancel_local(replaced, "replaced by a newer run")
         for run in runs:
             await self._launch_or_report(run)
         await self.wait_idle()
@@ -254,14 +289,23 @@ class Scheduler:
         if not ids:
             return
         alive = await self.db(outcomes.still_running, run_ids=ids)
-        self._cancel_local([i for i in ids if i not in alive], "ended by another process")
+        await self._cancel_local([i for i in ids if i not in alive], "ended by another process")
 
-    def _cancel_local(self, run_ids: list[int], why: str) -> None:
+    async def _cancel_local(self, run_ids: list[int], why: str) -> None:
+        """Stop these runs of this process and wait until they no longer execute.
+
+        A run in a worker is stopped with its worker, so a run started after
+        this (a replacement) never executes beside it.
+        """
+        stopping = []
         for run_id in run_ids:
             task = self.in_flight.get(run_id)
             if task is not None:
                 logger.info("cancelling run %s: %s", run_id, why)
                 task.cancel(why)
+                stopping.append(task)
+        if stopping:
+            await asyncio.wait(stopping)
 
     async def _launch_or_report(self, run: Run) -> None:
         if run.status != RunStatus.RUNNING:
@@ -276,6 +320,8 @@ class Scheduler:
         # its own recheck time, which the next sleep already honours; waking on
         # every finished run only cost an empty pass just before the next slot.
         self.in_flight.pop(run_id, None)
+        if self._waiting_for_worker:
+            self.wake()
 
     # -------------------------------------------------------------- a run
 

@@ -112,5 +112,5 @@ def test_a_finished_run_cannot_be_cancelled(as_role, schedule, status) -> None:
     (run,) = _runs(schedule, 1, status=status)
     response = as_role("operator", "token").post(f"/runs/{run.pk}/cancel")
     assert response.status_code == 409
-    assert errors_of(response) == {None: f"run #{run.pk} cannot be cancelled: it is {status}"}
+    assert errors_of(response) == {None: f"run #{run.pk} already ended ({status})"}
     assert Run.objects.get(pk=run.pk).status == status

@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 
 from schedules.models import RunReason, RunStatus, Schedule
-from tests.factories import T0, create, every, reload, runs_of
+from tests.factories import T0, create, every, inline_executor, reload, runs_of
 
 
 async def test_a_due_slot_fires_once_and_moves_to_the_next_slot(scheduler, clock) -> None:
@@ -70,8 +70,8 @@ async def test_two_schedulers_never_run_a_slot_twice(clock, transactional_db) ->
 
     for i in range(20):
         await create(f"s{i}", "test.echo", every(10))
-    first = Scheduler(clock=clock, tasks=registry)
-    second = Scheduler(clock=clock, tasks=registry)
+    first = Scheduler(clock=clock, tasks=registry, executor=inline_executor())
+    second = Scheduler(clock=clock, tasks=registry, executor=inline_executor())
     await first.start()
     await second.start()
     try:

@@ -14,9 +14,8 @@ from schedules.models import Run, RunReason, RunStatus, Schedule, SchedulerInsta
 from schedules.registry import Registry, TaskOptions, registry
 from schedules.scheduler import claims, outcomes, pipeline, retention
 from schedules.scheduler.engine import Scheduler
-from schedules.scheduler.executor import Executor
 from schedules.signals import run_finished, run_started
-from tests.factories import T0, FakeClock, create, every, runs_of, schedule_of
+from tests.factories import T0, FakeClock, create, every, inline_executor, runs_of, schedule_of
 
 
 async def test_global_middleware_wraps_every_run_outermost_first(clock, transactional_db) -> None:
@@ -34,7 +33,7 @@ async def test_global_middleware_wraps_every_run_outermost_first(clock, transact
 
         return factory
 
-    executor = Executor(sync_workers=2, middleware=[tag("outer"), tag("inner")])
+    executor = inline_executor(middleware=[tag("outer"), tag("inner")])
     scheduler = Scheduler(clock=clock, executor=executor)
     await scheduler.start()
     try:
@@ -57,7 +56,7 @@ async def test_rate_limit_skips_runs_over_the_limit(clock, transactional_db) -> 
     limited.declarations["test.echo"] = [
         replace(decl, middleware=(pipeline.rate_limit(2, per=60, clock=lambda: ticks["now"]),))
     ]
-    scheduler = Scheduler(clock=clock, tasks=limited)
+    scheduler = Scheduler(clock=clock, tasks=limited, executor=inline_executor())
     await scheduler.start()
     try:
         await create("limited", "test.echo", every(10))
@@ -169,7 +168,7 @@ async def test_orphans_and_duplicates_are_flagged_and_never_run(clock, transacti
     await create("orphan", "test.fail", every(60))
     await create("dup", "test.echo", every(60))
     await create("fine", "test.echo_async", every(60))
-    scheduler = Scheduler(clock=clock, tasks=tasks)
+    scheduler = Scheduler(clock=clock, tasks=tasks, executor=inline_executor())
     await scheduler.start()
     try:
         clock.advance(60)
@@ -220,7 +219,7 @@ async def test_runs_of_a_dead_scheduler_become_interrupted(scheduler, clock, set
 
 async def test_shutdown_gives_grace_then_cancels_and_records(clock, transactional_db, settings):
     settings.SILLO_SHUTDOWN_GRACE = 0.2
-    scheduler = Scheduler(clock=clock)
+    scheduler = Scheduler(clock=clock, executor=inline_executor())
     await scheduler.start()
     await create("long", "test.block_async", every(60), kwargs={"gate": "long"})
     await create("short", "test.echo", every(60))

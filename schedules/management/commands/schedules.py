@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import getpass
 import json
 import time
 
@@ -38,8 +39,8 @@ from schedules.timing import (
 
 class Command(BaseCommand):
     help = (
-        "Inspect and steer schedules: list, show, preview, pause, resume, cancel, run, runs, "
-        "create, edit, delete, reset."
+        "Inspect and steer schedules: list, show, preview, pause, resume, cancel, run, "
+        "runs, cancel-run, drop-queued, create, edit, delete, reset."
     )
 
     def create_parser(self, prog_name: str, subcommand: str, **kwargs: object) -> OneLineParser:
@@ -78,6 +79,14 @@ class Command(BaseCommand):
         run.add_argument("--timeout", type=float, default=600, help="seconds to --wait")
         run.add_argument("--json", action="store_true")
 
+        cancel_run = action("cancel-run", "stop a queued or running run")
+        cancel_run.add_argument("run_id", type=int, metavar="RUN_ID")
+        cancel_run.add_argument("--json", action="store_true")
+
+        drop = action("drop-queued", "cancel every queued run of a schedule")
+        drop.add_argument("code")
+        drop.add_argument("--json", action="store_true")
+
         runs = action("runs", "recent runs, newest first")
         runs.add_argument("code", nargs="?")
         runs.add_argument("--limit", type=int, default=20)
@@ -100,8 +109,13 @@ class Command(BaseCommand):
             if write is not None:
                 write(self, **options)
             else:
-                getattr(self, f"handle_{action}")(**options)
-        except (InvalidTrigger, services.InvalidTransition, services.RunRefused) as exc:
+                getattr(self, f"handle_{str(action).replace('-', '_')}")(**options)
+        except (
+            InvalidTrigger,
+            services.InvalidTransition,
+            services.RunRefused,
+            services.CancelRefused,
+        ) as exc:
             raise CommandError(str(exc), returncode=2) from None
         except ValidationError as exc:
             problems = exc.message_dict.items() if hasattr(exc, "error_dict") else []
@@ -187,6 +201,23 @@ class Command(BaseCommand):
         if run.status in FINISHED and run.status != "succeeded":
             raise CommandError(f"run #{run.pk} ended {run.status}", returncode=1)
 
+    def handle_cancel_run(self, *, run_id: int, json: bool, **_) -> None:
+        run = Run.objects.filter(pk=run_id).first()
+        if run is None:
+            raise CommandError(f"no run #{run_id}", returncode=2)
+        run = services.run_cancel(run=run, by=_os_user())
+        if json:
+            self.emit(run_data(run))
+        else:
+            self.stdout.write(f"run #{run.pk} cancelled")
+
+    def handle_drop_queued(self, *, code: str, json: bool, **_) -> None:
+        dropped = services.schedule_drop_queued(schedule=_schedule(code), by=_os_user())
+        if json:
+            self.emit({"code": code, "dropped": dropped})
+        else:
+            self.stdout.write(f"{code}: {dropped} queued run(s) dropped")
+
     def handle_runs(self, *, code: str | None, limit: int, json: bool, **_) -> None:
         if not 1 <= limit <= 10_000:
             raise CommandError("--limit must be from 1 to 10000", returncode=2)
@@ -225,6 +256,13 @@ class Command(BaseCommand):
             self.stdout.write("  (no fire times after the start)")
         for i, t in enumerate(times, 1):
             self.stdout.write(f"{i:>4}  {t:%a %Y-%m-%d %H:%M:%S %z}  {zone.key}")
+
+
+def _os_user() -> str:
+    try:
+        return f"cli:{getpass.getuser()}"
+    except (KeyError, OSError):  # no passwd entry (containers)
+        return "cli"
 
 
 def _schedule(code: str) -> Schedule:

@@ -77,6 +77,14 @@ def schedule_run_now(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @require_POST
+def schedule_drop_queued(request: HttpRequest, pk: int) -> HttpResponse:
+    schedule = access.schedule_for(request, pk, access.OPERATE)
+    dropped = services.schedule_drop_queued(schedule=schedule, by=request.user)
+    messages.info(request, f"{schedule.code}: {dropped} queued run(s) dropped.")
+    return redirect("schedule-detail", pk=pk)
+
+
+@require_POST
 def bulk_action(request: HttpRequest) -> HttpResponse:
     action = request.POST.get("action", "")
     if action not in ("pause", "resume", "cancel", "run"):
