@@ -9,8 +9,10 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from django.conf import settings
+from django.core.validators import RegexValidator
 from django.db import models
-from django.db.models import Count, Q
+from django.db.models import Count, ExpressionWrapper, Q
+from django.db.models.functions import Now
 from django.utils import timezone
 
 from .choices import (
@@ -96,16 +98,31 @@ class RunQuerySet(models.QuerySet["Run"]):
         )
 
 
+def stale_before(seconds: float) -> Q:
+    """Heartbeats older than `seconds` by the database's clock (every host agrees on it)."""
+    limit = ExpressionWrapper(
+        Now() - timedelta(seconds=seconds), output_field=models.DateTimeField()
+    )
+    return Q(heartbeat_at__lt=limit)
+
+
 class SchedulerInstanceQuerySet(models.QuerySet["SchedulerInstance"]):
-    def alive(self, *, now: datetime | None = None, kind: str = "scheduler"):
-        """Instances of `kind` not stopped, whose heartbeat is fresher than SILLO_STALE_AFTER."""
-        now = now or timezone.now()
-        stale = now - timedelta(seconds=setting("SILLO_STALE_AFTER"))
-        return self.filter(kind=kind, stopped_at__isnull=True, heartbeat_at__gte=stale)
+    def alive(self, *, kind: str = "scheduler"):
+        """Instances of `kind` not stopped, whose heartbeat is fresher than SILLO_STALE_AFTER
+        by the database's clock."""
+        fresh = self.filter(kind=kind, stopped_at__isnull=True)
+        return fresh.exclude(stale_before(setting("SILLO_STALE_AFTER")))
+
+
+# A schedule's code: the characters of task names (a code default's record is named
+# after its task, e.g. "reports.daily").
+CODE_VALIDATOR = RegexValidator(
+    r"^[A-Za-z0-9_.:-]+$", "Use letters, digits and . _ : - only (like a task name)."
+)
 
 
 class Schedule(models.Model):
-    code = models.SlugField(max_length=200, unique=True)
+    code = models.CharField(max_length=200, unique=True, validators=[CODE_VALIDATOR])
     # No index of its own: with one, SQLite plans the due query by task name, which
     # reads every schedule of a task instead of the due ones (schedule_due_idx).
     task_name = models.CharField(max_length=200)
@@ -148,6 +165,8 @@ class Schedule(models.Model):
 
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # Bumped by every operator edit: a form saved against an older version is refused.
+    version = models.PositiveIntegerField(default=1)
 
     objects = ScheduleQuerySet.as_manager()
 
@@ -259,6 +278,10 @@ class Run(models.Model):
     )
     # Who stopped the run: a user name, "cli:<os user>", or empty.
     cancelled_by = models.CharField(max_length=200, blank=True)
+    # The run this one follows: the attempt a retry repeats.
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children"
+    )
 
     objects = RunQuerySet.as_manager()
 
@@ -326,6 +349,8 @@ class SchedulerInstance(models.Model):
     started_at = models.DateTimeField(default=timezone.now)
     heartbeat_at = models.DateTimeField(default=timezone.now, db_index=True)
     stopped_at = models.DateTimeField(null=True, blank=True)
+    # Kernel boot id and pid namespace: a pid identifies a process only on the same node.
+    node = models.CharField(max_length=100, blank=True)
 
     objects = SchedulerInstanceQuerySet.as_manager()
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from .choices import Dispatch, Misfire, Overlap
+from .choices import Dispatch, Misfire, Overlap, priority_value
 from .timing import Cron, Interval, InvalidTrigger, Trigger
 
 logger = logging.getLogger(__name__)
@@ -170,6 +170,13 @@ def task(
     def register(func: Callable[..., Any]) -> Callable[..., Any]:
         unknown = sorted(set(options) - set(OPTION_NAMES))
         known = {key: value for key, value in options.items() if key in OPTION_NAMES}
+        priority_problem = ""
+        if "priority" in known:
+            try:
+                known["priority"] = priority_value(known["priority"])
+            except ValueError as exc:
+                priority_problem = str(exc)
+                known["priority"] = 0
         declaration = TaskDeclaration(
             name=name,
             func=func,
@@ -179,6 +186,8 @@ def task(
         )
         if isolation not in ISOLATIONS:
             declaration.problems.append(f"isolation must be one of {', '.join(ISOLATIONS)}")
+        if priority_problem:
+            declaration.problems.append(priority_problem)
         if unknown:
             declaration.problems.append(
                 f"unknown option(s) {', '.join(unknown)}; known: {', '.join(OPTION_NAMES)}"

@@ -24,6 +24,9 @@ class FakeClock:
     def now(self) -> datetime:
         return self.current
 
+    def monotonic(self) -> float:
+        return (self.current - T0).total_seconds()
+
     def advance(self, seconds: float) -> datetime:
         self.current += timedelta(seconds=seconds)
         return self.current

@@ -89,6 +89,8 @@ def test_create_takes_the_tasks_declared_options_by_default() -> None:
          "--timeout: must be from 0 to 2592000"),
         (["x", "--task", "test.echo", "--every", "60", "--priority", "99999999999999999999"],
          "--priority: must be from"),
+        (["x", "--task", "test.echo", "--every", "60", "--priority", "urgent"],
+         "--priority: priority must be an integer or one of low, normal, high, critical"),
         (["x", "--task", "test.echo", "--every", "60", "--overlap", "queue"],
          "--overlap: must be one of skip, replace"),
         (["x", "--task", "test.echo", "--every", "60", "--misfire", "maybe"], "--misfire"),
@@ -98,7 +100,8 @@ def test_create_takes_the_tasks_declared_options_by_default() -> None:
          "--max-instances"),
         (["x", "--task", "test.echo", "--every", "60", "--misfire-grace", "-1"],
          "--misfire-grace"),
-        (["bad code", "--task", "test.echo", "--every", "60"], "code: Enter a valid"),
+        (["bad code", "--task", "test.echo", "--every", "60"],
+         "code: Use letters, digits and . _ : - only"),
         (["x", "--task", "test.echo", "--every", "60", "--kwargs", '{"a": "\\u0000"}'],
          "--kwargs: must not contain the NUL character"),
         (["x", "--task", "test.echo", "--spec",
@@ -159,13 +162,13 @@ def test_delete_keeps_the_runs() -> None:
 
 
 def test_reset_restores_the_code_default() -> None:
-    make_schedule("hourly", "test.every_hour", every(60), priority=3)
-    data = json.loads(cli("reset", "hourly", "--json"))
+    make_schedule("test.every_hour", "test.every_hour", every(60), priority=3)
+    data = json.loads(cli("reset", "test.every_hour", "--json"))
     assert (data["code"], data["source"], data["options"]["priority"]) == (
         "test.every_hour", "code", 0,
     )  # fmt: skip
     make_schedule("plain", "test.echo", every(60))
-    assert "declares no valid code default" in refused("reset", "plain")
+    assert "not a code-default record" in refused("reset", "plain")
 
 
 def test_the_real_command_prints_one_line_and_exits_non_zero(manage) -> None:

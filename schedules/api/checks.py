@@ -8,6 +8,7 @@ import logging
 from django.http import HttpRequest
 
 from .. import inputs, services
+from ..choices import priority_value
 from ..models import Schedule
 from ..timing import InvalidTrigger, Trigger
 from .auth import VIEW, require
@@ -45,8 +46,14 @@ def parsed_trigger(spec: dict, *, code: str, field: str = "trigger") -> Trigger:
 
 
 def check_input(**fields: object) -> None:
-    """422 with every problem of a schedule's input (see schedules.inputs)."""
+    """422 with every problem of a schedule's input (see schedules.inputs); a priority
+    given by level name becomes its number in `options`."""
     options = fields.pop("options", None) or {}
+    if isinstance(options.get("priority"), str):
+        try:
+            options["priority"] = priority_value(options["priority"])
+        except ValueError as exc:
+            raise Problem(422, {"options.priority": str(exc)}) from None
     problems = inputs.schedule_problems(**fields, options=options)  # type: ignore[arg-type]
     if problems:
         raise Problem(422, {_path(name): text for name, text in problems.items()})

@@ -10,6 +10,7 @@ null when the error concerns the request as a whole.
 from __future__ import annotations
 
 import logging
+import re
 
 from django.core.exceptions import PermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -22,6 +23,7 @@ from ..registry import OPTION_NAMES
 from ..timing import InvalidTrigger
 
 logger = logging.getLogger(__name__)
+UNION_TAG = re.compile(r"^(constrained-)?(int|str|float|bool|dict|list|none)$|.*\[")
 
 CODES = {
     400: "bad_request",
@@ -77,7 +79,8 @@ def error_response(status: int, problems: dict[str | None, str]) -> HttpResponse
 def _validation_field(loc: tuple) -> str:
     """('body', 'payload', 'options', 'max_attempts') -> 'options.max_attempts';
     ('query', 'filters', 'status', 0) -> 'status'."""
-    parts = [str(part) for part in loc]
+    # A union's branches add their type tags ("constrained-int"): not fields.
+    parts = [str(part) for part in loc if not UNION_TAG.match(str(part))]
     if parts and parts[0] == "body":
         parts = parts[2:] or ["body"]  # the operation's parameter name says nothing
     elif parts and parts[0] in ("query", "path", "header", "cookie", "form"):
@@ -154,6 +157,13 @@ def install(api: NinjaAPI) -> None:
     @api.exception_handler(services.CancelRefused)
     def refused(request: HttpRequest, exc: ValueError) -> HttpResponse:
         return error_response(409, {None: str(exc)})
+
+    @api.exception_handler(services.EditConflict)
+    def edit_conflict(request: HttpRequest, exc: services.EditConflict) -> HttpResponse:
+        problems: dict[str | None, str] = {None: str(exc)}
+        for field, (now, yours) in exc.differences.items():
+            problems[_option_path(field)] = f"now {now!r}, yours {yours!r}"
+        return error_response(409, problems)
 
     @api.exception_handler(services.InvalidKwargs)
     def invalid_kwargs(request: HttpRequest, exc: ValueError) -> HttpResponse:

@@ -13,7 +13,11 @@ from ..registry import TaskDeclaration
 
 
 def schedule_body(schedule: Schedule, *, next_times: list[datetime] | None = None) -> dict:
-    body: dict[str, Any] = {"id": schedule.pk, **schedule_data(schedule)}
+    body: dict[str, Any] = {
+        "id": schedule.pk,
+        "version": schedule.version,
+        **schedule_data(schedule),
+    }
     if next_times is not None:
         body["next_fire_times"] = next_times
     return body

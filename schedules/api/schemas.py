@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from ninja import Schema
 from pydantic import ConfigDict, Field, StrictFloat, StrictInt
@@ -25,6 +25,9 @@ ReasonName = Literal[tuple(RunReason.values)]  # type: ignore[valid-type]
 
 # PostgreSQL refuses the NUL character in text: a string parameter may not carry one.
 NO_NUL = r"^[^\x00]*$"
+
+
+PRIORITY_LOW, PRIORITY_HIGH = OPTION_LIMITS["priority"]
 
 
 def _limit(name: str, **extra: Any) -> Any:
@@ -51,7 +54,10 @@ class OptionsIn(Strict):
     overlap: Literal[tuple(Overlap.values)] = None  # type: ignore[valid-type]
     misfire: Literal[tuple(Misfire.values)] = None  # type: ignore[valid-type]
     misfire_grace: StrictFloat = _limit("misfire_grace", allow_inf_nan=False, description="seconds")
-    priority: StrictInt = _limit("priority")
+    priority: (
+        Annotated[StrictInt, Field(ge=PRIORITY_LOW, le=PRIORITY_HIGH)]
+        | Annotated[str, Field(max_length=20)]
+    ) = Field(default=None, description="an integer, or low, normal, high, critical")
     dispatch: Literal[tuple(Dispatch.values)] = None  # type: ignore[valid-type]
 
 
@@ -69,7 +75,10 @@ class OptionsOut(Schema):
 
 class ScheduleCreate(Strict):
     code: str = Field(
-        min_length=1, max_length=200, pattern=r"^[-a-zA-Z0-9_]+$", description="a unique slug"
+        min_length=1,
+        max_length=200,
+        pattern=r"^[A-Za-z0-9_.:-]+$",
+        description="unique; letters, digits and . _ : - (like a task name)",
     )
     task_name: str = Field(min_length=1, max_length=200, pattern=NO_NUL)
     trigger: dict[str, Any] = Field(description=TRIGGER_HELP)
@@ -81,8 +90,10 @@ class ScheduleCreate(Strict):
 
 
 class ScheduleUpdate(Strict):
-    """Only the fields given change; the code never does."""
+    """Only the fields given change; the code never does. With `version` (from the
+    schedule you read), a record changed since is refused (409) instead of overwritten."""
 
+    version: StrictInt = Field(default=None, ge=1)
     task_name: str = Field(default=None, min_length=1, max_length=200, pattern=NO_NUL)
     trigger: dict[str, Any] = Field(default=None, description=TRIGGER_HELP)
     kwargs: dict[str, Any] = Field(default=None)
@@ -118,6 +129,7 @@ class PreviewOut(Schema):
 
 class ScheduleOut(Schema):
     id: int
+    version: int
     code: str
     task_name: str
     status: str
@@ -196,7 +208,10 @@ class TaskList(Schema):
 
 
 class StatsOut(Schema):
-    jobs: dict[str, int]
-    runs: dict[str, int]
-    queue: dict[str, Any]
-    schedulers: int
+    jobs: dict[str, int] = Field(description="total, and by status")
+    runs: dict[str, int] = Field(description="total, errors, running")
+    schedulers: int = Field(description="live schedulers")
+    uptime_seconds: int | None = Field(description="since the oldest live scheduler started")
+    queue: dict[str, Any] = Field(
+        description="queued, due, oldest_due_age_seconds, backlog (HEALTHY, DEGRADED, STALLED)"
+    )

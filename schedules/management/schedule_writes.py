@@ -15,7 +15,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from schedules import inputs, services
-from schedules.choices import Dispatch, Misfire, Overlap
+from schedules.choices import Dispatch, Misfire, Overlap, priority_value
 from schedules.models import Schedule
 from schedules.presenters import schedule_data
 from schedules.registry import OPTION_NAMES, TaskOptions, registry
@@ -30,7 +30,11 @@ OPTION_FLAGS: dict[str, tuple[str, Callable, str]] = {
     "overlap": ("--overlap", str, f"when max-instances is reached: {', '.join(Overlap.values)}"),
     "misfire": ("--misfire", str, f"missed slots: {', '.join(Misfire.values)}"),
     "misfire_grace": ("--misfire-grace", float, "seconds late before a slot is missed"),
-    "priority": ("--priority", int, "higher runs first when several are due"),
+    "priority": (
+        "--priority",
+        str,
+        "higher runs first: an integer, or low, normal, high, critical",
+    ),
     "dispatch": ("--dispatch", str, f"where bodies run: {', '.join(Dispatch.values)}"),
 }
 
@@ -171,7 +175,13 @@ def _kwargs(text: str) -> object:
 
 
 def _given_options(options: dict[str, Any]) -> dict[str, Any]:
-    return {name: options[name] for name in OPTION_FLAGS if options.get(name) is not None}
+    given = {name: options[name] for name in OPTION_FLAGS if options.get(name) is not None}
+    if "priority" in given:
+        try:
+            given["priority"] = priority_value(given["priority"])
+        except ValueError as exc:
+            raise CommandError(f"--priority: {exc}", returncode=2) from None
+    return given
 
 
 def _check(**fields: Any) -> None:

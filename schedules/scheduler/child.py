@@ -27,12 +27,19 @@ def main(conn: Connection, databases: dict[str, Any]) -> None:
     # parent's handlers were; SIGINT (Ctrl-C at a terminal) is the scheduler's to handle.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _setup_django(databases)
+    try:
+        _setup_django(databases)
+    except BaseException:  # noqa: BLE001  the pool reports why the worker could not start
+        conn.send({"ready": False, "error": traceback.format_exc(limit=-3)})
+        return
+    conn.send({"ready": True})
     # Deferred until Django is set up: the registry is filled by app discovery.
     from django.db import close_old_connections
 
     from ..registry import registry
 
+    # One event loop for the worker's life: a new one per async run costs more than the run.
+    runner = asyncio.Runner()
     while True:
         try:
             request = conn.recv()
@@ -41,7 +48,7 @@ def main(conn: Connection, databases: dict[str, Any]) -> None:
         if request is None:
             return
         task_name, kwargs, result_limit = request
-        reply = _run(registry.get(task_name), task_name, kwargs, result_limit)
+        reply = _run(registry.get(task_name), task_name, kwargs, result_limit, runner)
         close_old_connections()
         reply["peak_memory_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         try:
@@ -62,7 +69,9 @@ def _setup_django(databases: dict[str, Any]) -> None:
         django.setup()
 
 
-def _run(declaration: Any, task_name: str, kwargs: dict, result_limit: int) -> dict:
+def _run(
+    declaration: Any, task_name: str, kwargs: dict, result_limit: int, runner: asyncio.Runner
+) -> dict:
     if declaration is None:
         return {
             "ok": False,
@@ -72,7 +81,7 @@ def _run(declaration: Any, task_name: str, kwargs: dict, result_limit: int) -> d
         }
     try:
         if inspect.iscoroutinefunction(declaration.func):
-            result = asyncio.run(declaration.func(**kwargs))
+            result = runner.run(declaration.func(**kwargs))
         else:
             result = declaration.func(**kwargs)
     except BaseException as exc:  # noqa: BLE001  a task's SystemExit fails its run, not the worker

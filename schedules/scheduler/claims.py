@@ -10,11 +10,11 @@ them up.
 from __future__ import annotations
 
 import logging
-from collections import deque
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 
 from ..models import Dispatch, Run, RunReason, RunStatus, Schedule, ScheduleStatus
 from ..registry import Registry
@@ -93,15 +93,10 @@ def _start_or_skip(
 
 
 def _missed_slots(trigger: Trigger, first: datetime, now: datetime, keep: int):
-    """(count, the last `keep` slots) of slots from `first` up to `now`."""
-    count = 0
-    latest: deque[datetime] = deque(maxlen=keep)
-    for slot in trigger.iter_fires(first - ONE_MICROSECOND):
-        if slot > now or count >= MISSED_COUNT_CAP:
-            break
-        count += 1
-        latest.append(slot)
-    return count, list(latest)
+    """(count, the last `keep` slots) of slots from `first` up to `now`: counted by the
+    trigger (an interval jumps; others walk, capped), so catch-up after a long downtime
+    costs a pass little."""
+    return trigger.slots_between(first, now, keep=keep, cap=MISSED_COUNT_CAP)
 
 
 def claim_due(
@@ -181,6 +176,14 @@ def _claim_batch(plans, now, instance_id, local_in_flight, slots: WorkerSlots):
         created += planned
         firsts.append(first)
     Run.objects.bulk_create(created)
+    # A one-shot whose only slot passed its grace under misfire="skip" ran nothing and
+    # has no slot left: it is done (one that runs completes after its last attempt).
+    done = [s.pk for s, planned in won if s.next_run_at is None and all(
+        run.status == RunStatus.SKIPPED for run in planned)]  # fmt: skip
+    if done:
+        Schedule.objects.filter(
+            pk__in=done, status=ScheduleStatus.ACTIVE, next_run_at__isnull=True
+        ).update(status=ScheduleStatus.COMPLETED)
     for run in created:
         if run.status == RunStatus.QUEUED:
             dispatch.enqueue(run)
@@ -258,12 +261,14 @@ def claim_queued(
     Schedulers claim the runs they execute themselves (`inline`); a worker
     claims the `enqueue` run its task names.
     """
-    queued = Run.objects.filter(
-        status=RunStatus.QUEUED, not_before__lte=now, dispatch=dispatch_kind
+    queued = _startable(
+        Run.objects.filter(status=RunStatus.QUEUED, not_before__lte=now, dispatch=dispatch_kind)
     )
     if only is not None:
         queued = queued.filter(pk=only)
-    candidates = queued.order_by("not_before", "pk").values_list("pk", "task_name")[:limit]
+    # By the schedule's priority, then by time: a critical retry jumps the queue.
+    ordered = queued.order_by("-schedule__priority", "not_before", "pk")
+    candidates = ordered.values_list("pk", "task_name")[:limit]
     runs: list[Run] = []
     replaced: list[int] = []
     for run_id, task_name in candidates:
@@ -305,6 +310,12 @@ def claim_queued(
     return runs, replaced
 
 
+def _startable(runs):
+    """Queued runs leave out the retries, catch-ups of paused schedules: they wait (a
+    manual run is an operator's explicit ask, and runs whatever the status)."""
+    return runs.exclude(Q(schedule__status=ScheduleStatus.PAUSED) & ~Q(reason=RunReason.MANUAL))
+
+
 def _unrunnable(run: Run, tasks: Registry) -> str:
     if run.schedule is None:
         return "skipped: the schedule was deleted"
@@ -322,8 +333,7 @@ def next_wakeup(*, tasks: Registry, include_queued: bool = True) -> datetime | N
     if not include_queued:
         return slot
     queued = (
-        Run.objects.queued()
-        .filter(dispatch=Dispatch.INLINE)
+        _startable(Run.objects.queued().filter(dispatch=Dispatch.INLINE))
         .order_by("not_before")
         .values_list("not_before", flat=True)
         .first()

@@ -26,16 +26,15 @@ from ..conf import setting
 from ..events import publish_run
 from ..models import Run, RunStatus
 from ..registry import Registry, registry
-from ..signals import run_finished, run_started
 from . import claims, hints, instances, outcomes, retention
 from .clock import Clock, SystemClock
 from .executor import Executor, Outcome, context_for, default_pool
+from .hooks import Hooks
 from .recorder import OutcomeRecorder
 
 logger = logging.getLogger(__name__)
 
 MAX_BACKOFF = 30.0
-PRUNE_EVERY = 50  # finished runs of a schedule between two prunes
 # While runs are in flight, how often to look for runs another process ended
 # (an operator's cancel, a replace): a cancel takes effect within this plus the kill grace.
 CANCEL_CHECK_INTERVAL = 0.5
@@ -65,9 +64,10 @@ class Scheduler:
         self._stopping = False
         self._started = False
         self.in_flight: dict[int, asyncio.Task] = {}
-        self._last: dict[str, datetime] = {}
-        self._finished_since_prune: dict[int, int] = {}
+        self._last: dict[str, float] = {}  # step -> monotonic time it last ran
+        self._prune_cursor = retention.Cursor()
         self.recorder = OutcomeRecorder(db=self.db, clock=self.clock)
+        self.hooks = Hooks()
         # Runs are queued for want of a free worker: a finished run wakes the loop.
         self._waiting_for_worker = False
         self.passes = 0
@@ -81,10 +81,13 @@ class Scheduler:
     def wake(self) -> None:
         self._wake.set()
 
-    def _due(self, step: str, every: float, now: datetime) -> bool:
+    def _due(self, step: str, every: float, now: datetime | None = None) -> bool:
+        """Whether `every` seconds passed since `step` last ran, on the monotonic clock
+        (a wall clock that steps back must not stop heartbeats)."""
+        at = self.clock.monotonic()
         last = self._last.get(step)
-        if last is None or (now - last).total_seconds() >= every:
-            self._last[step] = now
+        if last is None or at - last >= every:
+            self._last[step] = at
             return True
         return False
 
@@ -106,7 +109,7 @@ class Scheduler:
             now=now,
             kind=self.kind,
         )
-        self._last["heartbeat"] = now
+        self._last["heartbeat"] = self.clock.monotonic()
         await self.executor.start()
         self._started = True
         hints.register(self)
@@ -163,6 +166,8 @@ class Scheduler:
         except Exception:
             logger.exception("could not mark scheduler %s stopped", self.instance_id)
         await self.executor.shutdown()
+        await self.hooks.drain()
+        self.hooks.shutdown()
         self._db_pool.submit(connections.close_all)
         self._db_pool.shutdown(wait=True)
         logger.info("scheduler %s stopped", self.instance_id)
@@ -181,10 +186,16 @@ class Scheduler:
                 stale_after=setting("SILLO_STALE_AFTER"),
                 host=self.host,
             ):
+                self.hooks.finished(run, final=True)
                 await self._publish(run)
         await self._notice_cancelled()
+        if self._due("prune", setting("SILLO_PRUNE_INTERVAL"), now):
+            await self._prune(now)
         if self._due("sync", setting("SILLO_RESYNC_INTERVAL"), now):
             await self.db(services.sync_code_defaults, tasks=self.tasks, now=now)
+            for name in sorted(self.tasks.duplicate_names()):
+                refusal = self.tasks.refusal(name)
+                logger.warning("%s: none of them runs until it is renamed", refusal)
 
         if not self._stopping:
             slots = self._worker_slots()
@@ -234,7 +245,7 @@ class Scheduler:
         next_at = await self.db(
             claims.next_wakeup, tasks=self.tasks, include_queued=not self._waiting_for_worker
         )
-        delay = setting("SILLO_RESYNC_INTERVAL")
+        delay = min(setting("SILLO_RESYNC_INTERVAL"), setting("SILLO_POLL_INTERVAL"))
         if next_at is not None:
             delay = max(0.0, min(delay, (next_at - self.clock.now()).total_seconds()))
         if self.in_flight:
@@ -245,6 +256,7 @@ class Scheduler:
         """Wait until every run this scheduler launched has been recorded."""
         while self.in_flight:
             await asyncio.wait(list(self.in_flight.values()))
+        await self.hooks.drain()
 
     async def _heartbeat(self, now: datetime) -> None:
         if not await self.db(instances.heartbeat, instance_id=self.instance_id, now=now):
@@ -309,7 +321,8 @@ class Scheduler:
 
     async def _launch_or_report(self, run: Run) -> None:
         if run.status != RunStatus.RUNNING:
-            await self._publish(run)  # skipped at claim time
+            self.hooks.finished(run, final=True)  # skipped at claim time (queued: no-op)
+            await self._publish(run)
             return
         task = asyncio.create_task(self._execute(run), name=f"run-{run.pk}")
         self.in_flight[run.pk] = task
@@ -328,8 +341,7 @@ class Scheduler:
     async def _execute(self, run: Run) -> None:
         declaration = self.tasks.get(run.task_name)
         context = context_for(run, run.schedule)
-        if run_started.has_listeners(Run):
-            await self.db(_send_robust, signal=run_started, run=run)
+        self.hooks.started(run)
         await self._publish(run)
         try:
             outcome = await self.executor.execute(declaration, context)
@@ -337,34 +349,30 @@ class Scheduler:
             why = exc.args[0] if exc.args else "scheduler shut down"
             outcome = Outcome(RunStatus.CANCELLED, str(why))
         finished, retry = await self.recorder.record(run, outcome)
-        if finished is None:  # ended elsewhere (replaced, or marked interrupted)
+        if finished is None:  # ended elsewhere (replaced, cancelled, marked interrupted)
             ended = await self.db(Run.objects.filter(pk=run.pk).first)
             if ended is not None:
+                self.hooks.finished(ended, final=True)
                 await self._publish(ended)
             return
-        if run_finished.has_listeners(Run):
-            await self.db(_send_robust, signal=run_finished, run=finished)
+        self.hooks.finished(finished, final=retry is None)
         await self._publish(finished)
         if retry is not None:
             await self._publish(retry)
-        await self._maybe_prune(finished.schedule_id)
+            self.wake()  # the sleep is recomputed: the retry starts at its time
 
-    async def _maybe_prune(self, schedule_id: int | None) -> None:
-        if schedule_id is None:
-            return
-        count = self._finished_since_prune.get(schedule_id, 0) + 1
-        if count < PRUNE_EVERY:
-            self._finished_since_prune[schedule_id] = count
-            return
-        self._finished_since_prune[schedule_id] = 0
+    async def _prune(self, now: datetime) -> None:
+        """A bounded round of retention (every kind of run), on its own timer."""
         try:
             await self.db(
-                retention.prune_runs,
-                schedule_id=schedule_id,
+                retention.prune_pass,
                 keep=setting("SILLO_RUNS_PER_SCHEDULE"),
+                max_age_days=setting("SILLO_RUNS_MAX_AGE_DAYS"),
+                now=now,
+                cursor=self._prune_cursor,
             )
         except Exception:
-            logger.exception("pruning runs of schedule %s failed", schedule_id)
+            logger.exception("pruning runs failed; trying again at the next round")
 
     async def _publish(self, run: Run) -> None:
         await publish_run(run)
@@ -377,9 +385,3 @@ def _db_call(fn: Callable[..., Any], kwargs: dict) -> Any:
         # A broken connection is reopened by the next query.
         connection.close()
         raise
-
-
-def _send_robust(*, signal, run: Run) -> None:
-    for receiver, result in signal.send_robust(sender=Run, run=run):
-        if isinstance(result, Exception):
-            logger.error("run signal receiver %r failed: %r", receiver, result)

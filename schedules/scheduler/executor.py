@@ -27,7 +27,7 @@ from ..models import Run, RunStatus, Schedule
 from ..registry import TaskDeclaration
 from .child import describe_exception, jsonable
 from .pipeline import Middleware, RunContext, RunSkipped, RunTimedOut, build_pipeline
-from .pool import PoolLimits, WorkerDied, WorkerPool
+from .pool import PoolLimits, Worker, WorkerDied, WorkerPool
 
 
 @dataclass
@@ -105,9 +105,26 @@ class Executor:
         return self.pool is not None and (declaration is None or declaration.isolation == "process")
 
     async def execute(self, declaration: TaskDeclaration, context: RunContext) -> Outcome:
+        # The worker is acquired before the pipeline, so a run's timeout counts its body,
+        # not the wait for a worker to start.
+        worker: Worker | WorkerDied | None = None
+        if self.in_worker(declaration):
+            try:
+                worker = await self.pool.acquire()
+            except WorkerDied as exc:
+                worker = exc  # the run fails inside the pipeline, so retries apply
         handler = build_pipeline(
-            self._innermost(declaration), context, [*self.middleware, *declaration.middleware]
+            self._innermost(declaration, worker),
+            context,
+            [*self.middleware, *declaration.middleware],
         )
+        try:
+            return await self._outcome(handler, context)
+        finally:
+            if isinstance(worker, Worker):
+                self.pool.release(worker)  # a run the pipeline skipped never used it
+
+    async def _outcome(self, handler, context: RunContext) -> Outcome:
         try:
             result = await handler(context)
         except RunTimedOut as exc:
@@ -125,9 +142,9 @@ class Executor:
             )
         return Outcome(RunStatus.SUCCEEDED, result=jsonable(result, _result_limit()))
 
-    def _innermost(self, declaration: TaskDeclaration):
-        if self.in_worker(declaration):
-            return partial(self._call_in_worker, declaration.name)
+    def _innermost(self, declaration: TaskDeclaration, worker: Worker | WorkerDied | None):
+        if worker is not None:
+            return partial(self._call_in_worker, declaration.name, worker)
         func = declaration.func
         if declaration.is_async:
 
@@ -152,9 +169,15 @@ class Executor:
 
         return call_sync
 
-    async def _call_in_worker(self, task_name: str, run: RunContext) -> Any:
+    async def _call_in_worker(
+        self, task_name: str, worker: Worker | WorkerDied, run: RunContext
+    ) -> Any:
+        if isinstance(worker, WorkerDied):
+            raise TaskFailed(str(worker))
         try:
-            reply = await self.pool.run(task_name, run.kwargs, result_limit=_result_limit())
+            reply = await self.pool.run_on(
+                worker, task_name, run.kwargs, result_limit=_result_limit()
+            )
         except WorkerDied as exc:
             raise TaskFailed(str(exc)) from None
         if not reply["ok"]:

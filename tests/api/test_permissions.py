@@ -46,8 +46,12 @@ def _queued_run() -> None:
     services.schedule_run_now(schedule=Schedule.objects.get(code="nightly"))
 
 
-def _hourly() -> None:
-    make_schedule("hourly", "test.every_hour", every(60))
+def _code_default() -> None:
+    make_schedule("test.every_hour", "test.every_hour", every(60))
+
+
+def _cancelled() -> None:
+    services.schedule_cancel(schedule=Schedule.objects.get(code="nightly"))
 
 
 CREATE = {"code": "fresh", "task_name": "test.echo", "trigger": every(60), "kwargs": {"a": 1}}
@@ -62,7 +66,8 @@ ENDPOINTS = [
     Endpoint("POST", "/schedules/nightly/pause", "operate", 200),
     Endpoint("POST", "/schedules/nightly/resume", "operate", 200, setup=_paused),
     Endpoint("POST", "/schedules/nightly/cancel", "operate", 200),
-    Endpoint("POST", "/schedules/hourly/reset", "change", 200, setup=_hourly),
+    Endpoint("POST", "/schedules/nightly/reactivate", "operate", 200, setup=_cancelled),
+    Endpoint("POST", "/schedules/test.every_hour/reset", "change", 200, setup=_code_default),
     Endpoint("POST", "/schedules/nightly/run", "operate", 202, {"kwargs": {"x": 1}}),
     Endpoint("GET", "/runs", "view", 200, setup=_queued_run),
     Endpoint("GET", "/runs/{run}", "view", 200, setup=_queued_run),
@@ -102,9 +107,8 @@ def test_each_endpoint_answers_each_role_by_its_permissions(
         assert response.status_code == endpoint.ok, response.content
     if response.status_code >= 400:  # a refusal changes nothing
         assert (Schedule.objects.count(), Run.objects.count()) == before
-        assert Schedule.objects.get(code="nightly").status == (
-            "paused" if endpoint.setup is _paused else "active"
-        )
+        expected = {_paused: "paused", _cancelled: "cancelled"}.get(endpoint.setup, "active")
+        assert Schedule.objects.get(code="nightly").status == expected
 
 
 @pytest.mark.parametrize("via", ["session", "token"])

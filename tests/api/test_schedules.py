@@ -102,14 +102,50 @@ def test_status_actions_follow_the_transitions(as_role, schedule) -> None:
 
 
 def test_reset_restores_the_code_default_and_is_refused_without_one(editor_api, schedule) -> None:
-    make_schedule("hourly", "test.every_hour", every(60))
-    response = editor_api.post("/schedules/hourly/reset")
+    make_schedule("test.every_hour", "test.every_hour", every(60), priority=7)
+    response = editor_api.post("/schedules/test.every_hour/reset")
     assert response.status_code == 200, response.content
-    assert response.json()["code"] == "test.every_hour"
-    assert response.json()["source"] == "code"
+    body = response.json()
+    assert (body["code"], body["source"], body["options"]["priority"]) == (
+        "test.every_hour", "code", 0,
+    )  # fmt: skip
+    assert body["description"] == "Every 1 hour"
     refused = editor_api.post("/schedules/nightly/reset")
     assert refused.status_code == 409
-    assert "declares no valid code default" in errors_of(refused)[None]
+    assert "not a code-default record" in errors_of(refused)[None]
+
+
+def test_an_update_against_an_old_version_is_refused_naming_what_changed(
+    editor_api, schedule
+) -> None:
+    version = editor_api.get("/schedules/nightly").json()["version"]
+    first = editor_api.patch("/schedules/nightly", {"version": version, "kwargs": {"a": 1}})
+    assert first.status_code == 200, first.content
+    assert first.json()["version"] == version + 1
+    stale = editor_api.patch("/schedules/nightly", {"version": version, "kwargs": {"a": 2}})
+    assert stale.status_code == 409
+    problems = errors_of(stale)
+    assert "changed by someone else" in problems[None]
+    assert problems["kwargs"] == "now {'a': 1}, yours {'a': 2}"
+    assert Schedule.objects.get(code="nightly").kwargs == {"a": 1}
+
+
+def test_a_priority_may_be_a_level_name(editor_api, schedule) -> None:
+    response = editor_api.patch("/schedules/nightly", {"options": {"priority": "high"}})
+    assert response.status_code == 200, response.content
+    assert response.json()["options"]["priority"] == 10
+    bad = editor_api.patch("/schedules/nightly", {"options": {"priority": "urgent"}})
+    assert bad.status_code == 422
+    assert "options.priority" in errors_of(bad)
+
+
+def test_reactivate_brings_back_a_cancelled_schedule(as_role, schedule) -> None:
+    api = as_role("operator", "token")
+    api.post("/schedules/nightly/cancel")
+    response = api.post("/schedules/nightly/reactivate")
+    assert response.status_code == 200, response.content
+    assert response.json()["status"] == "active"
+    assert api.post("/schedules/nightly/reactivate").status_code == 409
 
 
 def test_run_now_merges_kwargs_for_that_run_only(as_role, schedule) -> None:
@@ -167,6 +203,7 @@ def test_stats_count_jobs_runs_and_the_queue(as_role, schedule, orphan) -> None:
     body = as_role("viewer", "token").get("/stats").json()
     assert body["jobs"] == {"total": 2, "active": 1, "paused": 1, "cancelled": 0, "completed": 0}
     assert body["queue"]["queued"] == 1
-    assert body["queue"]["oldest_age_seconds"] >= 0
-    assert body["runs"]["queued"] == 1
-    assert body["schedulers"] == 0
+    assert body["queue"]["oldest_due_age_seconds"] >= 0
+    assert body["queue"]["backlog"] == "STALLED"  # due, and no scheduler is alive
+    assert body["runs"]["running"] == 0
+    assert (body["schedulers"], body["uptime_seconds"]) == (0, None)

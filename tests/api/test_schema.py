@@ -14,6 +14,7 @@ OPERATIONS = {
     ("delete", "/api/v1/schedules/{code}"),
     ("post", "/api/v1/schedules/{code}/pause"), ("post", "/api/v1/schedules/{code}/resume"),
     ("post", "/api/v1/schedules/{code}/cancel"), ("post", "/api/v1/schedules/{code}/reset"),
+    ("post", "/api/v1/schedules/{code}/reactivate"),
     ("post", "/api/v1/schedules/{code}/run"),
     ("get", "/api/v1/runs"), ("get", "/api/v1/runs/{run_id}"),
     ("post", "/api/v1/runs/{run_id}/cancel"),

@@ -50,7 +50,7 @@ async def test_a_run_executes_in_a_worker_process_not_the_scheduler(pool) -> Non
     reply = await run(workers, "test.pid")
     assert reply["ok"]
     assert reply["result"] != os.getpid()
-    assert workers.pids() == [reply["result"]]
+    assert reply["result"] in workers.pids()
 
 
 @pytest.mark.parametrize(
@@ -98,7 +98,7 @@ async def cancel_after_start(workers: WorkerPool, task: str, **kwargs) -> tuple[
     await run(workers, "test.pid")  # a worker that is set up, so the body starts at once
     running = asyncio.ensure_future(run(workers, task, **kwargs))
     await asyncio.sleep(0.3)  # the body is executing now
-    (pid,) = workers.pids()
+    (pid,) = workers.busy_pids()
     began = time.monotonic()
     running.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -111,7 +111,7 @@ async def test_cancelling_a_run_stops_its_worker_process_at_once(pool) -> None:
     pid, took = await cancel_after_start(workers, "test.sleep", seconds=30)
     assert not alive(pid)
     assert took < 0.5  # SIGTERM ends it; no kill grace needed
-    assert workers.size == 0
+    assert pid not in workers.pids()
 
 
 async def test_a_worker_that_ignores_sigterm_is_killed_after_the_grace(pool) -> None:
@@ -163,6 +163,6 @@ async def test_idle_workers_beyond_the_minimum_are_stopped(pool, tmp_path) -> No
     await workers.start()
     assert workers.size == 1
     await asyncio.gather(*(run(workers, "test.sleep", seconds=0.3) for _ in range(3)))
-    assert workers.size == 3
+    assert workers.size == 3  # never more than the maximum, spares included
     assert workers.trim() == 2
     assert workers.size == 1

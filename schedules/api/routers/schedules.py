@@ -99,7 +99,7 @@ def update_schedule(request: HttpRequest, code: str, payload: ScheduleUpdate):
     """Change the fields given; a changed trigger moves the next slot (from now)."""
     schedule = schedule_for(request, code, CHANGE)
     given = payload.model_dump(exclude_unset=True)
-    for field in ("task_name", "trigger", "kwargs", "tz", "options"):
+    for field in ("task_name", "trigger", "kwargs", "tz", "options", "version"):
         if field in given and given[field] is None:
             raise Problem(422, {field: "must not be null"})
     options = {name: getattr(schedule, name) for name in OPTION_NAMES}
@@ -112,7 +112,11 @@ def update_schedule(request: HttpRequest, code: str, payload: ScheduleUpdate):
     check_input(**fields, options=options, current_task=schedule.task_name)
     trigger = parsed_trigger(given.get("trigger", schedule.trigger), code=schedule.code)
     schedule = services.schedule_update(
-        schedule=schedule, trigger=trigger.to_spec(), **fields, **options
+        schedule=schedule,
+        trigger=trigger.to_spec(),
+        expected_version=given.get("version"),
+        **fields,
+        **options,
     )
     return _detail(schedule)
 
@@ -139,7 +143,10 @@ _status_action("pause", services.schedule_pause, OPERATE, "Pause a schedule")
 _status_action("resume", services.schedule_resume, OPERATE, "Resume (next slot from now)")
 _status_action("cancel", services.schedule_cancel, OPERATE, "Cancel a schedule for good")
 _status_action(
-    "reset", services.schedule_reset_to_default, CHANGE, "Replace by the task's code default"
+    "reactivate", services.schedule_reactivate, OPERATE, "Reactivate a completed or cancelled one"
+)
+_status_action(
+    "reset", services.schedule_reset_to_default, CHANGE, "Put the code default back on its record"
 )
 
 

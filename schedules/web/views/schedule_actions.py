@@ -17,6 +17,7 @@ from ..rows import build_rows
 ACTIONS = {
     "pause": (access.OPERATE, services.schedule_pause),
     "resume": (access.OPERATE, services.schedule_resume),
+    "reactivate": (access.OPERATE, services.schedule_reactivate),
     "cancel": (access.OPERATE, services.schedule_cancel),
     "reset": (access.CHANGE, services.schedule_reset_to_default),
 }

@@ -8,7 +8,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("schedules", "0006_run_cancelled_by_timeout_opt_out"),
+        ("schedules", "0010_schedule_version"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
