@@ -59,7 +59,7 @@ def add_arguments(action: Callable[[str, str], argparse.ArgumentParser]) -> None
     delete.add_argument("code")
     delete.add_argument("--json", action="store_true")
 
-    reset = action("reset", "replace a schedule by its task's code default")
+    reset = action("reset", "put the code's trigger and options back on a code-default record")
     reset.add_argument("code")
     reset.add_argument("--json", action="store_true")
 

@@ -39,8 +39,8 @@ from schedules.timing import (
 
 class Command(BaseCommand):
     help = (
-        "Inspect and steer schedules: list, show, preview, pause, resume, cancel, run, "
-        "runs, cancel-run, drop-queued, create, edit, delete, reset."
+        "Inspect and steer schedules: list, show, preview, pause, resume, cancel, reactivate, "
+        "run, runs, cancel-run, drop-queued, stats, create, edit, delete, reset."
     )
 
     def create_parser(self, prog_name: str, subcommand: str, **kwargs: object) -> OneLineParser:
