@@ -6,8 +6,8 @@ from django import forms
 from django.contrib import admin, messages
 from django.utils import timezone
 
-from . import services
-from .models import AuditEvent, Run, Schedule, SchedulerInstance
+from . import services, tokens
+from .models import ApiToken, AuditEvent, Run, Schedule, SchedulerInstance
 from .registry import OPTION_NAMES
 from .timing import InvalidTrigger
 from .validation import InvalidKwargs, json_text, kwargs_from_text, parse_trigger
@@ -196,4 +196,28 @@ class SchedulerInstanceAdmin(admin.ModelAdmin):
         return False
 
     def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.action(description="Revoke")
+def revoke(modeladmin, request, queryset) -> None:
+    for token in queryset:
+        tokens.token_revoke(token=token)
+    messages.info(request, f"revoked: {queryset.count()} token(s)")
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    """Tokens are issued on the user's own API tokens page (the only place the secret
+    is ever shown); here an administrator sees and revokes them."""
+
+    list_display = ["name", "user", "prefix", "created_at", "expires_at", "last_used_at",
+                    "revoked_at"]  # fmt: skip
+    list_filter = ["revoked_at"]
+    search_fields = ["name", "prefix", "user__username"]
+    readonly_fields = ["user", "name", "prefix", "digest", "created_at", "last_used_at",
+                       "revoked_at"]  # fmt: skip
+    actions = [revoke]
+
+    def has_add_permission(self, request) -> bool:
         return False

@@ -64,6 +64,9 @@ DEFAULTS: dict[str, Any] = {
     # Prometheus /metrics: "off", "token" (Authorization: Bearer SILLO_METRICS_TOKEN) or "public".
     "SILLO_METRICS": "off",
     "SILLO_METRICS_TOKEN": "",
+    # Requests per API token (or per logged-in user) and period, counted in Django's
+    # default cache; None turns throttling off. See docs/api.md.
+    "SILLO_API_THROTTLE": "600/min",
     "SILLO_MIDDLEWARE": [
         "schedules.scheduler.pipeline.log_run",
         "schedules.scheduler.pipeline.retry",

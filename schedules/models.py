@@ -46,6 +46,7 @@ __all__ = [
     "ScheduleSource",
     "ScheduleStatus",
     "SchedulerInstance",
+    "ApiToken",
 ]
 
 
@@ -449,3 +450,44 @@ class RateBucket(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key}: {self.tokens:.2f}"
+
+
+class ApiTokenQuerySet(models.QuerySet["ApiToken"]):
+    def usable(self, *, now: datetime | None = None) -> ApiTokenQuerySet:
+        """Tokens neither revoked nor expired."""
+        now = now or timezone.now()
+        return self.filter(revoked_at__isnull=True).filter(
+            Q(expires_at__isnull=True) | Q(expires_at__gt=now)
+        )
+
+
+class ApiToken(models.Model):
+    """A user's token for the JSON API. Only its SHA-256 is stored; `prefix` finds it
+    and lets the owner recognise it in the list (see schedules/tokens.py)."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    name = models.CharField(max_length=100, help_text="what the token is for")
+    prefix = models.CharField(max_length=16, unique=True)
+    digest = models.CharField(max_length=64, help_text="SHA-256 of the whole token, hex")
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ApiTokenQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    def state(self, *, now: datetime | None = None) -> str:
+        """'active', 'expired' or 'revoked'."""
+        if self.revoked_at is not None:
+            return "revoked"
+        if self.expires_at is not None and self.expires_at <= (now or timezone.now()):
+            return "expired"
+        return "active"

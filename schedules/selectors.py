@@ -204,3 +204,30 @@ def health_report(*, now: datetime) -> tuple[bool, dict]:
         "runs": {**runs, "recent": recent, "recent_errors": recent_errors},
     }
     return not problems, report
+
+
+def filtered_runs(
+    *,
+    statuses: list[str] | None = None,
+    task_name: str | None = None,
+    schedule_code: str | None = None,
+    reasons: list[str] | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> QuerySet[Run]:
+    """Runs newest first (by id, the primary key index), with the API's filters; the
+    time range is on queued_at, `since` inclusive and `until` exclusive."""
+    runs = Run.objects.all()
+    if statuses:
+        runs = runs.filter(status__in=statuses)
+    if task_name:
+        runs = runs.filter(task_name=task_name)
+    if schedule_code:
+        runs = runs.filter(schedule_code=schedule_code)
+    if reasons:
+        runs = runs.filter(reason__in=reasons)
+    if since is not None:
+        runs = runs.filter(queued_at__gte=since)
+    if until is not None:
+        runs = runs.filter(queued_at__lt=until)
+    return runs.order_by("-pk")

@@ -16,6 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from . import audit, defaults
+from .inputs import kwargs_problem
 from .models import Run, RunReason, RunStatus, Schedule, ScheduleSource, ScheduleStatus
 from .registry import Registry, registry
 from .scheduler import dispatch
@@ -319,19 +320,34 @@ def schedule_reset_to_default(
 
 
 def schedule_run_now(
-    *, schedule: Schedule, by: Actor = None, via: str = "", tasks: Registry = registry
+    *,
+    schedule: Schedule,
+    by: Actor = None,
+    via: str = "",
+    kwargs: dict | None = None,
+    tasks: Registry = registry,
 ) -> Run:
-    """Queue a manual run and wake a scheduler; refused for orphans and duplicates."""
+    """Queue a manual run and wake a scheduler; refused for orphans and duplicates.
+
+    `kwargs`, if given, are merged over the schedule's own for this run only;
+    the result must fit the task's signature (InvalidKwargs otherwise).
+    """
     refusal = tasks.refusal(schedule.task_name)
     if refusal:
         raise RunRefused(f"cannot run '{schedule.code}': {refusal}")
+    run_kwargs = schedule.kwargs
+    if kwargs is not None:
+        run_kwargs = {**schedule.kwargs, **kwargs} if isinstance(kwargs, dict) else kwargs
+        problem = kwargs_problem(schedule.task_name, run_kwargs, tasks=tasks)
+        if problem:
+            raise InvalidKwargs(f"kwargs: {problem}")
     now = timezone.now()
     with transaction.atomic():
         run = Run.objects.create(
             schedule=schedule,
             schedule_code=schedule.code,
             task_name=schedule.task_name,
-            kwargs=schedule.kwargs,
+            kwargs=run_kwargs,
             reason=RunReason.MANUAL,
             status=RunStatus.QUEUED,
             dispatch=schedule.dispatch,

@@ -9,10 +9,11 @@ business (`web/access.py`). Views live in `schedules.web.views`.
 
 from __future__ import annotations
 
-from django.urls import URLPattern, URLResolver, path
+from django.urls import URLPattern, URLResolver, include, path
 
 from .web.access import login_required
 from .web.views import (
+    api_tokens,
     health,
     live,
     metrics,
@@ -71,5 +72,12 @@ urlpatterns = _login_by_default(
         # The live pages' websocket (schedules.routing serves it at this same path):
         # named here so templates and the ASGI routes follow the host's prefix.
         path("ws/runs/", socket.run_events, name="run-events"),
+        path("account/api-tokens/", api_tokens.token_list, name="api-tokens"),
+        path(
+            "account/api-tokens/<int:pk>/revoke/", api_tokens.token_revoke, name="api-token-revoke"
+        ),
+        # The JSON API (schedules/api/): its own token authentication; its URLs resolve
+        # by path, never by name.
+        path("api/v1/", include("schedules.api.urls")),
     ]
 )

@@ -18,6 +18,9 @@ SCHEDULER_ENTRY_POINTS = {"process", "hints", "dispatch", "pipeline"}
 # Modules outside web/ that exist to mount the web side (Django looks for
 # template tags in the app's own templatetags package).
 WEB_MOUNTS = {"schedules.urls", "schedules.routing", "schedules.templatetags.sillo"}
+# The JSON API is a surface beside the dashboard; of the dashboard it shares only the
+# permissions it checks, so both surfaces answer "who may do what" the same way.
+API_FROM_WEB = {"schedules.web.access"}
 
 
 @dataclass(frozen=True)
@@ -132,8 +135,31 @@ def test_the_domain_imports_no_web_module() -> None:
         imp
         for imp in ALL
         if not within(imp.source, "schedules.web")
+        and not within(imp.source, "schedules.api")
         and imp.source not in WEB_MOUNTS
         and within(imp.target, "schedules.web")
+    ]
+    assert wrong == []
+
+
+def test_the_api_takes_only_the_permissions_from_the_dashboard() -> None:
+    wrong = [
+        imp
+        for imp in ALL
+        if within(imp.source, "schedules.api")
+        and within(imp.target, "schedules.web")
+        and imp.target not in API_FROM_WEB
+    ]
+    assert wrong == []
+
+
+def test_only_the_url_mount_imports_the_api() -> None:
+    wrong = [
+        imp
+        for imp in ALL
+        if not within(imp.source, "schedules.api")
+        and imp.source not in WEB_MOUNTS
+        and within(imp.target, "schedules.api")
     ]
     assert wrong == []
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import getpass
 import sys
 from typing import NoReturn
 
@@ -16,3 +17,11 @@ class OneLineParser(CommandParser):
             sys.stderr.write(f"{self.prog}: error: {message}\n")
             sys.exit(2)
         raise CommandError(f"Error: {message}", returncode=2)
+
+
+def os_user() -> str:
+    """Who runs the command, as audit events and cancelled runs record it."""
+    try:
+        return f"cli:{getpass.getuser()}"
+    except (KeyError, OSError):  # no passwd entry (containers)
+        return "cli"

@@ -6,6 +6,7 @@ from zoneinfo import available_timezones
 
 from django import forms
 
+from .. import inputs
 from ..choices import priority_value
 from ..models import Schedule
 from ..registry import OPTION_NAMES, registry
@@ -58,8 +59,9 @@ class ScheduleForm(forms.ModelForm):
 
     def clean_tz(self) -> str:
         tz = self.cleaned_data["tz"]
-        if tz and tz not in ZONES and tz != "UTC":
-            raise forms.ValidationError(f"unknown time zone '{tz}'")
+        problem = inputs.zone_problem(tz)
+        if problem:
+            raise forms.ValidationError(problem)
         return tz
 
     def clean_priority(self) -> int:
@@ -98,4 +100,8 @@ class ScheduleForm(forms.ModelForm):
                 self.add_error(
                     "kwargs", f"does not fit {declaration.name}: {problem.removeprefix('kwargs: ')}"
                 )
+        options = {name: data[name] for name in OPTION_NAMES if data.get(name) is not None}
+        for name, problem in inputs.option_problems(options).items():
+            if name in self.fields and name not in self.errors:
+                self.add_error(name, problem)
         return data

@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import getpass
 import time
 
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 from django.utils import timezone
 
 from schedules import services
-from schedules.management.cli import OneLineParser
+from schedules.management import schedule_writes
+from schedules.management.cli import OneLineParser, os_user
 from schedules.models import FINISHED, Run, Schedule, SchedulerInstance, ScheduleStatus
 from schedules.presenters import run_data, schedule_data
 from schedules.registry import registry
@@ -35,8 +36,8 @@ from schedules.validation import InvalidKwargs, json_text, parse_trigger
 
 class Command(BaseCommand):
     help = (
-        "Inspect and steer schedules: list, show, preview, pause, resume, cancel, run, "
-        "runs, cancel-run, drop-queued."
+        "Inspect and steer schedules: list, show, preview, pause, resume, cancel, reactivate, "
+        "run, runs, cancel-run, drop-queued, stats, create, edit, delete, reset."
     )
 
     def create_parser(self, prog_name: str, subcommand: str, **kwargs: object) -> OneLineParser:
@@ -104,9 +105,16 @@ class Command(BaseCommand):
         preview.add_argument("--after", help="ISO-8601 start (default: now); local to --tz")
         preview.add_argument("--json", action="store_true", help="a JSON array of ISO-8601 times")
 
+        schedule_writes.add_arguments(action)
+
     def handle(self, *args: object, **options: object) -> None:
+        action = options["action"]
+        write = schedule_writes.HANDLERS.get(action)
         try:
-            getattr(self, f"handle_{str(options['action']).replace('-', '_')}")(**options)
+            if write is not None:
+                write(self, **options)
+            else:
+                getattr(self, f"handle_{str(action).replace('-', '_')}")(**options)
         except (
             InvalidTrigger,
             InvalidKwargs,
@@ -115,6 +123,10 @@ class Command(BaseCommand):
             services.CancelRefused,
         ) as exc:
             raise CommandError(str(exc), returncode=2) from None
+        except ValidationError as exc:
+            problems = exc.message_dict.items() if hasattr(exc, "error_dict") else []
+            text = "; ".join(f"{field}: {' '.join(m)}" for field, m in problems)
+            raise CommandError(text or " ".join(exc.messages), returncode=2) from None
         except DatabaseError as exc:
             first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise CommandError(
@@ -159,16 +171,16 @@ class Command(BaseCommand):
             self.stdout.write(f"{key:18} {value}")
 
     def handle_pause(self, *, code: str, json: bool, **_) -> None:
-        self._changed(services.schedule_pause(schedule=_schedule(code), by=_os_user()), json)
+        self._changed(services.schedule_pause(schedule=_schedule(code), by=os_user()), json)
 
     def handle_resume(self, *, code: str, json: bool, **_) -> None:
-        self._changed(services.schedule_resume(schedule=_schedule(code), by=_os_user()), json)
+        self._changed(services.schedule_resume(schedule=_schedule(code), by=os_user()), json)
 
     def handle_reactivate(self, *, code: str, json: bool, **_) -> None:
-        self._changed(services.schedule_reactivate(schedule=_schedule(code), by=_os_user()), json)
+        self._changed(services.schedule_reactivate(schedule=_schedule(code), by=os_user()), json)
 
     def handle_cancel(self, *, code: str, json: bool, **_) -> None:
-        self._changed(services.schedule_cancel(schedule=_schedule(code), by=_os_user()), json)
+        self._changed(services.schedule_cancel(schedule=_schedule(code), by=os_user()), json)
 
     def _changed(self, schedule: Schedule, json: bool) -> None:
         if json:
@@ -179,7 +191,7 @@ class Command(BaseCommand):
     def handle_run(
         self, *, code: str, wait: bool, inline: bool, timeout: float, json: bool, **_
     ) -> None:
-        run = services.schedule_run_now(schedule=_schedule(code), by=_os_user())
+        run = services.schedule_run_now(schedule=_schedule(code), by=os_user())
         if inline:
             asyncio.run(process.run_inline(run.pk))
             run.refresh_from_db()
@@ -225,14 +237,14 @@ class Command(BaseCommand):
         run = Run.objects.filter(pk=run_id).first()
         if run is None:
             raise CommandError(f"no run #{run_id}", returncode=2)
-        run = services.run_cancel(run=run, by=_os_user())
+        run = services.run_cancel(run=run, by=os_user())
         if json:
             self.emit(run_data(run))
         else:
             self.stdout.write(f"run #{run.pk} cancelled")
 
     def handle_drop_queued(self, *, code: str, json: bool, **_) -> None:
-        dropped = services.schedule_drop_queued(schedule=_schedule(code), by=_os_user())
+        dropped = services.schedule_drop_queued(schedule=_schedule(code), by=os_user())
         if json:
             self.emit({"code": code, "dropped": dropped})
         else:
@@ -288,13 +300,6 @@ class Command(BaseCommand):
             self.stdout.write("  (no fire times after the start)")
         for i, t in enumerate(times, 1):
             self.stdout.write(f"{i:>4}  {t:%a %Y-%m-%d %H:%M:%S %z}  {zone.key}")
-
-
-def _os_user() -> str:
-    try:
-        return f"cli:{getpass.getuser()}"
-    except (KeyError, OSError):  # no passwd entry (containers)
-        return "cli"
 
 
 def _schedule(code: str) -> Schedule:

@@ -1,0 +1,116 @@
+"""/runs: filters, cursor pagination, one run in full, and cancel."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from schedules import services
+from schedules.models import Run, RunStatus
+from schedules.scheduler import outcomes
+from tests.factories import every, make_schedule
+
+from .conftest import errors_of
+
+
+def _runs(schedule, count: int, **fields) -> list[Run]:
+    made = []
+    for _ in range(count):
+        run = services.schedule_run_now(schedule=schedule)
+        Run.objects.filter(pk=run.pk).update(**fields)
+        made.append(Run.objects.get(pk=run.pk))
+    return made
+
+
+def test_cursor_pages_walk_every_run_once_newest_first(as_role, schedule) -> None:
+    made = _runs(schedule, 7, status=RunStatus.SUCCEEDED)
+    api = as_role("viewer", "token")
+    seen, path, pages = [], "/runs?limit=3&schedule=nightly", 0
+    while path:
+        body = api.get(path).json()
+        seen += [run["id"] for run in body["results"]]
+        pages += 1
+        path = body["next"] and body["next"].split("/api/v1", 1)[1]
+        if body["next"]:
+            assert "schedule=nightly" in body["next"] and body["next_cursor"] in body["next"]
+    assert seen == sorted((run.pk for run in made), reverse=True)
+    assert pages == 3
+
+
+def test_a_new_run_does_not_shift_the_pages_already_handed_out(as_role, schedule) -> None:
+    made = _runs(schedule, 4)
+    api = as_role("viewer", "token")
+    first = api.get("/runs?limit=2").json()
+    _runs(schedule, 1)
+    second = api.get(f"/runs?limit=2&cursor={first['next_cursor']}").json()
+    assert [r["id"] for r in second["results"]] == [made[1].pk, made[0].pk]
+    assert second["next"] is None
+
+
+def test_runs_filter_by_status_task_schedule_reason_and_time(as_role, schedule) -> None:
+    other = make_schedule("other", "test.fail", every(60))
+    now = timezone.now()
+    old = _runs(schedule, 1, status=RunStatus.FAILED, queued_at=now - timedelta(days=2))[0]
+    mine = _runs(schedule, 1, status=RunStatus.SUCCEEDED)[0]
+    theirs = _runs(other, 1, reason="retry")[0]
+    api = as_role("viewer", "token")
+
+    def ids(query: str) -> list[int]:
+        response = api.get(f"/runs?{query}")
+        assert response.status_code == 200, response.content
+        return [run["id"] for run in response.json()["results"]]
+
+    assert ids("status=failed&status=succeeded") == [mine.pk, old.pk]
+    assert ids("task=test.fail") == [theirs.pk]
+    assert ids("schedule=nightly") == [mine.pk, old.pk]
+    assert ids("reason=retry") == [theirs.pk]
+    since = (now - timedelta(days=1)).isoformat().replace("+00:00", "Z")
+    assert ids(f"since={since}") == [theirs.pk, mine.pk]
+    assert ids(f"until={since}") == [old.pk]
+
+
+def test_show_has_kwargs_result_error_and_traceback(as_role, schedule) -> None:
+    (run,) = _runs(schedule, 1, status=RunStatus.FAILED, error="RuntimeError: boom",
+                   traceback="Traceback ...", result={"rows": 3})  # fmt: skip
+    body = as_role("viewer", "token").get(f"/runs/{run.pk}").json()
+    assert body["error"] == "RuntimeError: boom"
+    assert body["traceback"] == "Traceback ..."
+    assert body["result"] == {"rows": 3}
+    assert body["kwargs"] == {}
+    assert body["schedule_id"] == schedule.pk
+
+
+def test_cancel_of_a_queued_run_records_who(as_role, schedule) -> None:
+    (run,) = _runs(schedule, 1)
+    response = as_role("operator", "token").post(f"/runs/{run.pk}/cancel")
+    assert response.status_code == 200, response.content
+    run.refresh_from_db()
+    assert run.status == RunStatus.CANCELLED
+    assert run.error.startswith("cancelled by operator-token")
+    assert run.finished_at is not None
+
+
+def test_a_cancelled_running_run_keeps_its_ending_when_its_scheduler_reports(
+    as_role, schedule
+) -> None:
+    (run,) = _runs(schedule, 1, status=RunStatus.RUNNING, started_at=timezone.now())
+    assert as_role("operator", "token").post(f"/runs/{run.pk}/cancel").status_code == 200
+    # The owning scheduler no longer finds it running (so it stops its task) ...
+    assert outcomes.still_running([run.pk]) == set()
+    # ... and the outcome it then records does not overwrite the cancel.
+    ours = Run.objects.select_related("schedule").get(pk=run.pk)
+    outcome = {"status": RunStatus.SUCCEEDED, "error": "", "traceback": "", "result": None,
+               "retry_in": None}  # fmt: skip
+    assert outcomes.finish_runs(items=[(ours, outcome)], now=timezone.now()) == [(None, None)]
+    assert Run.objects.get(pk=run.pk).status == RunStatus.CANCELLED
+
+
+@pytest.mark.parametrize("status", [RunStatus.SUCCEEDED, RunStatus.CANCELLED, RunStatus.SKIPPED])
+def test_a_finished_run_cannot_be_cancelled(as_role, schedule, status) -> None:
+    (run,) = _runs(schedule, 1, status=status)
+    response = as_role("operator", "token").post(f"/runs/{run.pk}/cancel")
+    assert response.status_code == 409
+    assert errors_of(response) == {None: f"run #{run.pk} already ended ({status})"}
+    assert Run.objects.get(pk=run.pk).status == status
