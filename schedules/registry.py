@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from .alerts.schema import InvalidRules, clean_rules
 from .choices import Dispatch, Misfire, Overlap
 from .timing import Cron, Interval, InvalidTrigger, Trigger
 
@@ -50,6 +51,9 @@ class TaskDeclaration:
     default_trigger: Trigger | None = None
     middleware: tuple[Callable, ...] = ()
     problems: list[str] = field(default_factory=list)
+    # Alert rules (docs/alerts.md): read live, not copied into the record, so that
+    # every schedule of the task follows the code unless it overrides a rule.
+    alert: dict[str, Any] = field(default_factory=dict)
 
     @property
     def module(self) -> str:
@@ -123,14 +127,15 @@ def task(
     cron: str | None = None,
     tz: str | None = None,
     middleware: Sequence[Callable] = (),
+    alert: dict[str, Any] | None = None,
     **options: Any,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare a function as a schedulable task called `name`.
 
     `every` (seconds) or `cron` (with `tz`) give the task a code default: a
     schedule record created when missing. `options` are the fields of
-    `TaskOptions` (timeout, max_attempts, retry_delay, ...). The function is
-    returned unchanged.
+    `TaskOptions` (timeout, max_attempts, retry_delay, ...). `alert` gives the
+    task's default alert rules (docs/alerts.md). The function is returned unchanged.
     """
 
     def register(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -144,6 +149,11 @@ def task(
                 f"unknown option(s) {', '.join(unknown)}; known: {', '.join(OPTION_NAMES)}"
             )
         declaration.problems.extend(_option_problems(declaration.options))
+        if alert:
+            try:
+                declaration.alert = clean_rules(alert)
+            except InvalidRules as exc:
+                declaration.problems.append(f"invalid alert rules: {exc}")
         if not isinstance(name, str) or not name.strip():
             declaration.problems.append("task name must be a non-empty string")
         if every is not None and cron is not None:

@@ -15,6 +15,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from .alerts import record as alerts
 from .models import Run, RunReason, RunStatus, Schedule, ScheduleSource, ScheduleStatus
 from .registry import Registry, TaskDeclaration, registry
 from .scheduler import dispatch
@@ -50,7 +51,9 @@ class RunRefused(ValueError):
     """A manual run that cannot be queued (orphan or duplicate task)."""
 
 
-def _transition(*, schedule: Schedule, to: str, now: datetime | None = None) -> Schedule:
+def _transition(
+    *, schedule: Schedule, to: str, now: datetime | None = None, by: str = "an operator"
+) -> Schedule:
     with transaction.atomic():
         current = Schedule.objects.select_for_update().get(pk=schedule.pk)
         if to not in TRANSITIONS[current.status]:
@@ -66,18 +69,28 @@ def _transition(*, schedule: Schedule, to: str, now: datetime | None = None) -> 
             current.next_run_at = None
             fields.append("next_run_at")
         current.save(update_fields=fields)
+        # Resuming closes an auto-pause; stopping ends a late incident (docs/alerts.md).
+        if to == ScheduleStatus.ACTIVE:
+            alerts.schedule_resumed(schedule=current, by=by, now=now or timezone.now())
+            current.pause_reason = ""
+        else:
+            alerts.schedule_stopped(schedule=current, why=f"{to} by {by}", now=timezone.now())
     if to == ScheduleStatus.ACTIVE:
         wake_schedulers()
     return current
 
 
-def schedule_pause(*, schedule: Schedule) -> Schedule:
-    return _transition(schedule=schedule, to=ScheduleStatus.PAUSED)
+def schedule_pause(*, schedule: Schedule, by: str = "an operator") -> Schedule:
+    return _transition(schedule=schedule, to=ScheduleStatus.PAUSED, by=by)
 
 
-def schedule_resume(*, schedule: Schedule, now: datetime | None = None) -> Schedule:
-    """Back to active; the next slot is computed from now, missed slots are not run."""
-    return _transition(schedule=schedule, to=ScheduleStatus.ACTIVE, now=now)
+def schedule_resume(
+    *, schedule: Schedule, now: datetime | None = None, by: str = "an operator"
+) -> Schedule:
+    """Back to active; the next slot is computed from now, missed slots are not run.
+
+    Resuming an auto-paused schedule closes its auto-paused incident."""
+    return _transition(schedule=schedule, to=ScheduleStatus.ACTIVE, now=now, by=by)
 
 
 def schedule_cancel(*, schedule: Schedule) -> Schedule:

@@ -15,6 +15,8 @@ from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
 
+from .. import counters
+from ..alerts import checks as alerts
 from ..models import Dispatch, Run, RunReason, RunStatus, Schedule, ScheduleStatus
 from ..registry import Registry
 from ..timing import InvalidTrigger, Trigger
@@ -127,11 +129,13 @@ def _claim_batch(plans, now, instance_id, local_in_flight):
     won = _advance_won_slots(plans)
     if not won:
         return [], []
-    in_flight = Run.objects.running_counts(schedule.pk for schedule, _ in won)
+    in_flight = Run.objects.running_counts(schedule.pk for schedule, *_ in won)
     replaced: list[int] = []
     created: list[Run] = []
     firsts: list[Run] = []
-    for schedule, planned in won:
+    # A slot claimed past its grace opens a late incident; one on time closes it.
+    alerts.after_claims(claimed=[(schedule, slot) for schedule, _, slot in won], now=now)
+    for schedule, planned, _ in won:
         # The first run starts now; further catch-up runs wait their turn in
         # the queue, so max_instances holds for them too.
         first = planned[0]
@@ -145,13 +149,14 @@ def _claim_batch(plans, now, instance_id, local_in_flight):
         created += planned
         firsts.append(first)
     Run.objects.bulk_create(created)
+    counters.tally(run for run in created if run.status == RunStatus.SKIPPED)
     for run in created:
         if run.status == RunStatus.QUEUED:
             dispatch.enqueue(run)
     return firsts, replaced
 
 
-def _advance_won_slots(plans) -> list[tuple[Schedule, list[Run]]]:
+def _advance_won_slots(plans) -> list[tuple[Schedule, list[Run], datetime]]:
     """Move each schedule whose slot is still the planned one to its next slot.
 
     The rows are locked first (PostgreSQL: FOR UPDATE; SQLite: the write lock
@@ -171,7 +176,7 @@ def _advance_won_slots(plans) -> list[tuple[Schedule, list[Run]]]:
     )
     for schedule, _, _, next_at in won:
         schedule.next_run_at = next_at
-    return [(schedule, planned) for schedule, _, planned, _ in won]
+    return [(schedule, planned, slot) for schedule, slot, planned, _ in won]
 
 
 def _plan(schedule: Schedule, trigger: Trigger, slot: datetime, now: datetime, max_catch_up: int):
@@ -259,6 +264,8 @@ def claim_queued(
                     run, schedule, now=now, instance_id=instance_id, in_flight=in_flight
                 )
             run.save()
+            if run.status == RunStatus.SKIPPED:
+                counters.tally([run])
             runs.append(run)
     return runs, replaced
 
