@@ -35,6 +35,8 @@ DEFAULTS: dict[str, Any] = {
     "SILLO_NOTIFY_MAX_RETRY_DELAY": 3600.0,
     "SILLO_NOTIFY_TIMEOUT": 10.0,
     "SILLO_NOTIFY_POLL": 2.0,
+    # The Django mailer (MAILERS alias) the `mailto:` channel sends with.
+    "SILLO_NOTIFY_MAILER": "default",
     # A notification claimed by a deliverer that died is retried after this.
     "SILLO_NOTIFY_LEASE": 300.0,
     # How often each scheduler looks for late slots, stuck runs and due probes.

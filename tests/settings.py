@@ -10,7 +10,10 @@ INSTALLED_APPS = [*INSTALLED_APPS, "tests.taskapp"]
 INSTALLED_APPS += [app for app in os.environ.get("SILLO_EXTRA_APPS", "").split(",") if app]
 
 # End-to-end tests shorten the scheduler's clocks through the environment.
-for _name in ("SILLO_STALE_AFTER", "SILLO_HEARTBEAT_INTERVAL", "SILLO_RESYNC_INTERVAL"):
+for _name in (
+    "SILLO_STALE_AFTER", "SILLO_HEARTBEAT_INTERVAL", "SILLO_RESYNC_INTERVAL",
+    "SILLO_ALERT_CHECK_INTERVAL", "SILLO_NOTIFY_POLL", "SILLO_NOTIFY_RETRY_DELAY",
+):  # fmt: skip
     if os.environ.get(_name):
         globals()[_name] = float(os.environ[_name])
 SILLO_SHUTDOWN_GRACE = float(os.environ.get("SILLO_SHUTDOWN_GRACE", "3"))
@@ -24,3 +27,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
     DATABASES["default"]["TEST"] = {  # noqa: F405
         "NAME": os.path.join(tempfile.gettempdir(), f"sillo-test-{os.getpid()}.sqlite3")
     }
+
+# Alert tests give their rules and SMTP port through the environment.
+if os.environ.get("SILLO_ALERTS_JSON"):
+    import json
+
+    SILLO_ALERTS = json.loads(os.environ["SILLO_ALERTS_JSON"])

@@ -6,152 +6,292 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('schedules', '0005_run_finished_index'),
+        ("schedules", "0005_run_finished_index"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='schedule',
-            name='alert',
-            field=models.JSONField(blank=True, default=dict, help_text="alert rules overriding the task's and the global ones"),
+            model_name="schedule",
+            name="alert",
+            field=models.JSONField(
+                blank=True,
+                default=dict,
+                help_text="alert rules overriding the task's and the global ones",
+            ),
         ),
         migrations.AddField(
-            model_name='schedule',
-            name='consecutive_failures',
+            model_name="schedule",
+            name="consecutive_failures",
             field=models.PositiveIntegerField(default=0),
         ),
         migrations.AddField(
-            model_name='schedule',
-            name='last_failure_at',
+            model_name="schedule",
+            name="last_failure_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='schedule',
-            name='last_success_at',
+            model_name="schedule",
+            name="last_success_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='schedule',
-            name='pause_reason',
+            model_name="schedule",
+            name="pause_reason",
             field=models.CharField(blank=True, max_length=200),
         ),
         migrations.CreateModel(
-            name='Channel',
+            name="Channel",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=100)),
-                ('kind', models.CharField(choices=[('webhook', 'JSON webhook'), ('email', 'Email'), ('apprise', 'chat (apprise)')], max_length=16)),
-                ('url', models.TextField()),
-                ('secret', models.CharField(blank=True, help_text='HMAC key of webhooks', max_length=200)),
-                ('enabled', models.BooleanField(default=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=100)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("webhook", "JSON webhook"),
+                            ("email", "Email"),
+                            ("apprise", "chat (apprise)"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("url", models.TextField()),
+                (
+                    "secret",
+                    models.CharField(blank=True, help_text="HMAC key of webhooks", max_length=200),
+                ),
+                ("enabled", models.BooleanField(default=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name', 'id'],
+                "ordering": ["name", "id"],
             },
         ),
         migrations.CreateModel(
-            name='Incident',
+            name="Incident",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('schedule_code', models.CharField(max_length=200)),
-                ('task_name', models.CharField(max_length=200)),
-                ('kind', models.CharField(choices=[('failing', 'Failing'), ('late', 'Late'), ('stuck', 'Stuck'), ('auto_paused', 'auto-paused')], max_length=16)),
-                ('summary', models.TextField(blank=True)),
-                ('run_id', models.BigIntegerField(blank=True, help_text='the run that opened it', null=True)),
-                ('opened_at', models.DateTimeField()),
-                ('closed_at', models.DateTimeField(blank=True, null=True)),
-                ('last_notified_at', models.DateTimeField(blank=True, null=True)),
-                ('schedule', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='incidents', to='schedules.schedule')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("schedule_code", models.CharField(max_length=200)),
+                ("task_name", models.CharField(max_length=200)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("failing", "Failing"),
+                            ("late", "Late"),
+                            ("stuck", "Stuck"),
+                            ("auto_paused", "auto-paused"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("summary", models.TextField(blank=True)),
+                (
+                    "run_id",
+                    models.BigIntegerField(
+                        blank=True, help_text="the run that opened it", null=True
+                    ),
+                ),
+                ("opened_at", models.DateTimeField()),
+                ("closed_at", models.DateTimeField(blank=True, null=True)),
+                ("last_notified_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "schedule",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="incidents",
+                        to="schedules.schedule",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-opened_at', '-id'],
+                "ordering": ["-opened_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='IncidentEvent',
+            name="IncidentEvent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('at', models.DateTimeField()),
-                ('event', models.CharField(max_length=24)),
-                ('text', models.TextField(blank=True)),
-                ('run_id', models.BigIntegerField(blank=True, null=True)),
-                ('incident', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='events', to='schedules.incident')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("at", models.DateTimeField()),
+                ("event", models.CharField(max_length=24)),
+                ("text", models.TextField(blank=True)),
+                ("run_id", models.BigIntegerField(blank=True, null=True)),
+                (
+                    "incident",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="events",
+                        to="schedules.incident",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['at', 'id'],
+                "ordering": ["at", "id"],
             },
         ),
         migrations.CreateModel(
-            name='Notification',
+            name="Notification",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('env_url', models.TextField(blank=True)),
-                ('channel_label', models.CharField(max_length=200)),
-                ('event', models.CharField(max_length=16)),
-                ('payload', models.JSONField()),
-                ('status', models.CharField(choices=[('pending', 'Pending'), ('sending', 'Sending'), ('sent', 'Sent'), ('failed', 'Failed')], default='pending', max_length=16)),
-                ('attempts', models.PositiveIntegerField(default=0)),
-                ('created_at', models.DateTimeField()),
-                ('next_attempt_at', models.DateTimeField()),
-                ('claimed_by', models.CharField(blank=True, max_length=64)),
-                ('claimed_at', models.DateTimeField(blank=True, null=True)),
-                ('sent_at', models.DateTimeField(blank=True, null=True)),
-                ('last_error', models.TextField(blank=True)),
-                ('answer', models.TextField(blank=True, help_text='what the channel answered')),
-                ('channel', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='notifications', to='schedules.channel')),
-                ('incident', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='notifications', to='schedules.incident')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("env_url", models.TextField(blank=True)),
+                ("channel_label", models.CharField(max_length=200)),
+                ("event", models.CharField(max_length=16)),
+                ("payload", models.JSONField()),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "Pending"),
+                            ("sending", "Sending"),
+                            ("sent", "Sent"),
+                            ("failed", "Failed"),
+                        ],
+                        default="pending",
+                        max_length=16,
+                    ),
+                ),
+                ("attempts", models.PositiveIntegerField(default=0)),
+                ("created_at", models.DateTimeField()),
+                ("next_attempt_at", models.DateTimeField()),
+                ("claimed_by", models.CharField(blank=True, max_length=64)),
+                ("claimed_at", models.DateTimeField(blank=True, null=True)),
+                ("sent_at", models.DateTimeField(blank=True, null=True)),
+                ("last_error", models.TextField(blank=True)),
+                ("answer", models.TextField(blank=True, help_text="what the channel answered")),
+                (
+                    "channel",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="notifications",
+                        to="schedules.channel",
+                    ),
+                ),
+                (
+                    "incident",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="notifications",
+                        to="schedules.incident",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='RunCounter',
+            name="RunCounter",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('schedule_code', models.CharField(max_length=200)),
-                ('name', models.CharField(max_length=40)),
-                ('value', models.FloatField(default=0.0)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("schedule_code", models.CharField(max_length=200)),
+                ("name", models.CharField(max_length=40)),
+                ("value", models.FloatField(default=0.0)),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('schedule_code', 'name'), name='run_counter_unique')],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("schedule_code", "name"), name="run_counter_unique"
+                    )
+                ],
             },
         ),
         migrations.AddConstraint(
-            model_name='channel',
-            constraint=models.CheckConstraint(condition=models.Q(('kind__in', ['webhook', 'email', 'apprise'])), name='channel_kind_valid'),
+            model_name="channel",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("kind__in", ["webhook", "email", "apprise"])),
+                name="channel_kind_valid",
+            ),
         ),
         migrations.AddIndex(
-            model_name='incident',
-            index=models.Index(condition=models.Q(('closed_at__isnull', True)), fields=['opened_at'], name='incident_open_idx'),
+            model_name="incident",
+            index=models.Index(
+                condition=models.Q(("closed_at__isnull", True)),
+                fields=["opened_at"],
+                name="incident_open_idx",
+            ),
         ),
         migrations.AddIndex(
-            model_name='incident',
-            index=models.Index(fields=['schedule', '-opened_at'], name='incident_schedule_idx'),
+            model_name="incident",
+            index=models.Index(fields=["schedule", "-opened_at"], name="incident_schedule_idx"),
         ),
         migrations.AddConstraint(
-            model_name='incident',
-            constraint=models.UniqueConstraint(condition=models.Q(('closed_at__isnull', True)), fields=('schedule', 'kind'), name='incident_one_open_per_kind'),
+            model_name="incident",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("closed_at__isnull", True)),
+                fields=("schedule", "kind"),
+                name="incident_one_open_per_kind",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='incident',
-            constraint=models.CheckConstraint(condition=models.Q(('kind__in', ['failing', 'late', 'stuck', 'auto_paused'])), name='incident_kind_valid'),
+            model_name="incident",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("kind__in", ["failing", "late", "stuck", "auto_paused"])),
+                name="incident_kind_valid",
+            ),
         ),
         migrations.AddIndex(
-            model_name='notification',
-            index=models.Index(condition=models.Q(('status', 'pending')), fields=['next_attempt_at'], name='notification_pending_idx'),
+            model_name="notification",
+            index=models.Index(
+                condition=models.Q(("status", "pending")),
+                fields=["next_attempt_at"],
+                name="notification_pending_idx",
+            ),
         ),
         migrations.AddIndex(
-            model_name='notification',
-            index=models.Index(condition=models.Q(('status', 'sending')), fields=['claimed_at'], name='notification_sending_idx'),
+            model_name="notification",
+            index=models.Index(
+                condition=models.Q(("status", "sending")),
+                fields=["claimed_at"],
+                name="notification_sending_idx",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='notification',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['pending', 'sending', 'sent', 'failed'])), name='notification_status_valid'),
+            model_name="notification",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("status__in", ["pending", "sending", "sent", "failed"])),
+                name="notification_status_valid",
+            ),
         ),
     ]

@@ -1,4 +1,4 @@
-"""Email channel: through Django's mail settings (EMAIL_HOST, EMAIL_PORT, ...)."""
+"""Email channel: through Django's mailers (`MAILERS["default"]`, or SILLO_NOTIFY_MAILER)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import smtplib
 from typing import Any
 
 from django.conf import settings
-from django.core.mail import EmailMessage, get_connection
+from django.core.mail import EmailMessage, mailers
 
+from ..conf import setting
 from .errors import DeliveryFailed
 from .payload import body_of, title_of
 from .targets import Target, email_addresses
@@ -21,10 +22,9 @@ def deliver(target: Target, payload: dict[str, Any], *, timeout: float, delivery
         from_email=settings.DEFAULT_FROM_EMAIL,
         to=to,
         headers={"X-Sillo-Event": payload["event"], "X-Sillo-Delivery": delivery_id},
-        connection=get_connection(timeout=timeout),
     )
     try:
-        sent = message.send()
+        sent = mailers[setting("SILLO_NOTIFY_MAILER")].send_messages([message])
     except (smtplib.SMTPException, OSError) as exc:
         raise DeliveryFailed(f"{type(exc).__name__}: {exc}") from None
     if not sent:
