@@ -44,7 +44,7 @@ def enqueue(
         Notification(
             incident=incident,
             channel_id=target.channel_id,
-            env_url="" if target.channel_id else target.url,
+            env_url="" if target.channel_id else target.with_secret,
             channel_label=target.label[:200],
             event=event,
             payload=payload,

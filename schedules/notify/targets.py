@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from ..conf import setting
 
@@ -34,6 +34,11 @@ class Target:
     @property
     def masked(self) -> str:
         return mask(self.url)
+
+    @property
+    def with_secret(self) -> str:
+        """The URL as SILLO_NOTIFY gives it (parse() reads the secret back)."""
+        return f"{self.url}#{urlencode({'secret': self.secret})}" if self.secret else self.url
 
 
 def kind_of(url: str) -> str:

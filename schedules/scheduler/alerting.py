@@ -92,6 +92,11 @@ class Alerting:
             self._sending.add(task)
             task.add_done_callback(self._sending.discard)
 
+    async def wait_idle(self) -> None:
+        """Wait until the sends started so far are recorded."""
+        while self._sending:
+            await asyncio.wait(list(self._sending))
+
     async def _publish_count(self, now: datetime) -> None:
         count = await self.db(checks.open_count)
         stale = self._count_at is None or (now - self._count_at).total_seconds() >= COUNT_REFRESH
