@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import F, Q
+from django.db.models import F
 
 from ..alerts.models import Channel, Incident, Notification, NotificationStatus
 from ..conf import setting
@@ -117,11 +117,3 @@ def next_attempt_at() -> datetime | None:
         .values_list("next_attempt_at", flat=True)
         .first()
     )
-
-
-def delivery_log(*, limit: int = 100, incident: Incident | None = None):
-    """The newest notifications, for the incidents page (channel, event, status, answer)."""
-    rows = Notification.objects.select_related("incident", "channel")
-    if incident is not None:
-        rows = rows.filter(incident=incident)
-    return rows.filter(~Q(event="")).order_by("-created_at", "-pk")[:limit]

@@ -10,6 +10,8 @@ from django.template.response import TemplateResponse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from ...alerts import rules as alert_rules
+from ...alerts import selectors as alert_selectors
 from ...models import Run
 from .. import access
 from ..charts import HEIGHT, WIDTH, duration_bars
@@ -45,6 +47,8 @@ def schedule_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "longest": longest,
         "chart_width": WIDTH,
         "chart_height": HEIGHT,
+        "effective": alert_rules.explained(schedule),
+        "incidents": alert_selectors.incidents_of(schedule),
         **access.abilities(request.user),
     }
     return TemplateResponse(request, "schedules/detail.html", context)
