@@ -21,7 +21,6 @@ DEFAULTS: dict[str, Any] = {
     "SILLO_RESULT_MAX_CHARS": 10_000,
     "SILLO_HEALTH_ERROR_RATE": 0.5,
     "SILLO_HEALTH_WINDOW": 3600.0,
-    "SILLO_METRICS_WINDOW": 300.0,
     # Alerts (docs/alerts.md). The global default rules; tasks (`alert=`) and
     # schedules override them key by key.
     "SILLO_ALERTS": {},
