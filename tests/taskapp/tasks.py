@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 
@@ -59,3 +60,11 @@ def every_hour() -> None:
 @schedules.task("test.twin")
 def twin() -> None:
     """tests.dupapp declares this name again when it is installed (SILLO_EXTRA_APPS)."""
+
+
+@schedules.task("test.until_file")
+def until_file(path: str) -> str:
+    """Fails until `path` exists: end-to-end tests recover a failing schedule with it."""
+    if not os.path.exists(path):
+        raise RuntimeError(f"{path} is missing")
+    return "found"
