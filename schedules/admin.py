@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib import admin, messages
 
 from . import services
-from .models import Run, Schedule, SchedulerInstance
+from .models import Incident, IncidentEvent, Notification, Run, Schedule, SchedulerInstance
 
 
 def _each(request, queryset, operation, verb: str, **extra) -> None:
@@ -89,3 +89,27 @@ class SchedulerInstanceAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None) -> bool:
         return False
+
+
+class IncidentEventInline(admin.TabularInline):
+    model = IncidentEvent
+    extra = 0
+    readonly_fields = ["at", "event", "text", "run_id"]
+
+
+@admin.register(Incident)
+class IncidentAdmin(admin.ModelAdmin):
+    list_display = ["pk", "schedule_code", "kind", "opened_at", "closed_at", "summary"]
+    list_filter = ["kind", ("closed_at", admin.EmptyFieldListFilter)]
+    search_fields = ["schedule_code", "task_name", "summary"]
+    inlines = [IncidentEventInline]
+
+
+@admin.register(Notification)
+class NotificationAdmin(admin.ModelAdmin):
+    """The outbox and its delivery log (the channel's URL is not part of the record)."""
+
+    list_display = ["pk", "event", "channel_label", "status", "attempts", "created_at", "sent_at"]
+    list_filter = ["status", "event"]
+    exclude = ["env_url"]  # it may carry a webhook secret
+    readonly_fields = ["incident", "channel", "payload", "claimed_by", "claimed_at", "answer"]

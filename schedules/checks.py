@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from django.core.checks import Error, register
+from django.core.checks import Error, Warning, register
 
+from .notify.targets import env_problems
 from .registry import registry
 
 
@@ -36,3 +37,16 @@ def check_task_declarations(app_configs: object = None, **kwargs: object) -> lis
             )
         )
     return errors
+
+
+@register("schedules")
+def check_notify_urls(app_configs: object = None, **kwargs: object) -> list[Warning]:
+    """A SILLO_NOTIFY URL that no channel kind accepts is skipped; say so at start-up."""
+    return [
+        Warning(
+            f"SILLO_NOTIFY: {problem}",
+            hint="docs/alerts.md lists the URL forms.",
+            id="schedules.W010",
+        )
+        for problem in env_problems()
+    ]
