@@ -178,8 +178,10 @@ def schedule_update(
 
 
 def schedule_delete(*, schedule: Schedule) -> None:
-    """Delete a schedule; its runs stay in the log (with code and task name)."""
-    schedule.delete()
+    """Delete a schedule; its runs and incidents stay in the log (with code and task name)."""
+    with transaction.atomic():
+        alerts.schedule_deleted(schedule=schedule, now=timezone.now())
+        schedule.delete()
 
 
 def sync_code_defaults(*, tasks: Registry = registry, now: datetime | None = None) -> list[str]:
@@ -226,6 +228,7 @@ def schedule_reset_to_default(*, schedule: Schedule, tasks: Registry = registry)
     if declaration is None or declaration.default_trigger is None or declaration.problems:
         raise RunRefused(f"task '{schedule.task_name}' declares no valid code default")
     with transaction.atomic():
+        alerts.schedule_deleted(schedule=schedule, now=timezone.now())
         Schedule.objects.filter(pk=schedule.pk).delete()
         Schedule.objects.filter(code=declaration.name).delete()
         fresh = _create_default(declaration, timezone.now())

@@ -262,3 +262,12 @@ def schedule_stopped(*, schedule: Schedule, why: str, now: datetime) -> None:
     edge = Edge([schedule.pk], now=now, tasks=registry)
     if schedule.pk in edge.schedules:
         edge.apply(schedule.pk, machine.stopped(edge.states[schedule.pk], why=why))
+
+
+def schedule_deleted(*, schedule: Schedule, now: datetime) -> None:
+    """A deleted schedule's open incidents close: nothing is left to fail or be late."""
+    for incident in Incident.objects.open().filter(schedule_id=schedule.pk):
+        Incident.objects.filter(pk=incident.pk).update(closed_at=now)
+        IncidentEvent.objects.create(
+            incident=incident, at=now, event="closed", text="the schedule was deleted"
+        )

@@ -69,7 +69,10 @@ def claim(*, now: datetime, instance_id: str, limit: int) -> list[Notification]:
     """Pending notifications whose time has come, each won by one process."""
     lease = now - timedelta(seconds=setting("SILLO_NOTIFY_LEASE"))
     # A deliverer that died mid-send: its claim expires and the notification is retried.
-    Notification.objects.filter(status=SENDING, claimed_at__lt=lease).update(status=PENDING)
+    # Read first: on SQLite an UPDATE takes the write lock even when it matches nothing.
+    expired = Notification.objects.filter(status=SENDING, claimed_at__lt=lease)
+    if expired.exists():
+        expired.update(status=PENDING)
     ids = list(
         Notification.objects.filter(status=PENDING, next_attempt_at__lte=now)
         .order_by("next_attempt_at", "pk")

@@ -192,3 +192,12 @@ async def test_failures_before_a_rule_threshold_open_nothing(scheduler, clock, c
     await drive(scheduler, clock, seconds=60)
     assert [i.kind for i in await incidents("tolerant")] == ["failing"]
     assert (await runs_of("tolerant"))[0].status == RunStatus.FAILED
+
+
+async def test_deleting_a_schedule_closes_its_open_incidents(scheduler, clock, channel) -> None:
+    schedule = await create("doomed", "test.fail", every(60))
+    await drive(scheduler, clock, seconds=60)
+    await sync_to_async(services.schedule_delete)(schedule=schedule)
+    (incident,) = await incidents("doomed")
+    assert not incident.is_open and incident.schedule_id is None
+    assert (await timeline(incident))[-1] == ("closed", "the schedule was deleted")
