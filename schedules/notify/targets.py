@@ -93,12 +93,10 @@ def mask(url: str) -> str:
         return MASK
     if parts.scheme.lower() == "mailto":
         return url.split("?")[0]
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    user = f"{parts.username[:2]}{MASK}@" if parts.username else ""
+    userinfo, _, host = parts.netloc.rpartition("@")
+    user = f"{userinfo.split(':')[0][:2]}{MASK}@" if userinfo else ""
     if parts.scheme.lower() not in ("http", "https"):
-        host = f"{host[:4]}{MASK}" if len(host) > 4 else host
+        host = f"{host[:4]}{MASK}" if len(host) > 4 else host  # chat tokens live here too
     path = f"/{MASK}" if parts.path.strip("/") or parts.query else ""
     return f"{parts.scheme}://{user}{host}{path}"
 
