@@ -28,8 +28,3 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
         "NAME": os.path.join(tempfile.gettempdir(), f"sillo-test-{os.getpid()}.sqlite3")
     }
 
-# Alert tests give their rules and SMTP port through the environment.
-if os.environ.get("SILLO_ALERTS_JSON"):
-    import json
-
-    SILLO_ALERTS = json.loads(os.environ["SILLO_ALERTS_JSON"])
