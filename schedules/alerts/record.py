@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from functools import partial
 from datetime import datetime
 from typing import Any
 
@@ -178,7 +179,8 @@ def after_outcomes(
     Called by the scheduler inside the transaction that records the outcomes;
     `retried` holds the ids of runs whose retry was queued (not final).
     """
-    _log(runs, retried)
+    # Logged once recorded: a write that is rolled back and retried logs once.
+    transaction.on_commit(partial(_log, list(runs), set(retried)))
     counters.tally(runs)
     counted = [r for r in runs if r.schedule_id is not None and r.status != RunStatus.SKIPPED]
     if not counted:
