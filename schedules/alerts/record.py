@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from functools import partial
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from django.db import IntegrityError, transaction
