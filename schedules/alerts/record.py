@@ -27,17 +27,6 @@ from .rules import rules_for
 
 logger = logging.getLogger("schedules.outcomes")
 
-STATE_FIELDS = (
-    "pk",
-    "code",
-    "task_name",
-    "alert",
-    "status",
-    "consecutive_failures",
-    "next_run_at",
-    "trigger",
-)
-
 
 class Edge:
     """The open incidents of some schedules, and the actions applied to them."""
