@@ -14,6 +14,7 @@ from functools import partial
 from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.db.models import Exists, OuterRef, Q
 
 from .. import counters
 from ..choices import ERROR_OUTCOMES, RunStatus, ScheduleStatus
@@ -175,7 +176,10 @@ def after_outcomes(
     if not counted:
         return
     _stamp(counted, now)
-    edge = Edge([r.schedule_id for r in counted], now=now, tasks=tasks)
+    involved = _involved(counted, retried)
+    if not involved:
+        return  # the common case: successes of schedules with nothing open
+    edge = Edge(involved, now=now, tasks=tasks)
     for run in counted:
         if run.schedule_id not in edge.schedules:
             continue
@@ -191,6 +195,24 @@ def after_outcomes(
         )
         edge.apply(run.schedule_id, step, run)
     edge.save()
+
+
+def _involved(runs: list[Run], retried: set[int]) -> set[int]:
+    """Schedules whose alert state these outcomes can change, in one query.
+
+    A final failure always can; a success only if the schedule has failures
+    counted or an incident open; a failure with a retry to follow never does.
+    """
+    failed = {r.schedule_id for r in runs if r.status in ERROR_OUTCOMES and r.pk not in retried}
+    others = {r.schedule_id for r in runs} - failed
+    if not others:
+        return failed
+    open_incident = Incident.objects.open().filter(schedule_id=OuterRef("pk"))
+    return failed | set(
+        Schedule.objects.filter(pk__in=sorted(others))
+        .filter(Q(consecutive_failures__gt=0) | Exists(open_incident))
+        .values_list("pk", flat=True)
+    )
 
 
 def _stamp(runs: list[Run], now: datetime) -> None:

@@ -212,9 +212,11 @@ def test_the_circuit_breaker_pauses_after_n_failures(site) -> None:
             site=site,
         )
         time.sleep(2)  # paused: no further slot fires
-        assert site.query("SELECT count(*) FROM schedules_run WHERE schedule_code='breaker'") == [
-            (3,)
-        ]
+        # A slow start may record a skipped run for the slots it missed; none runs after.
+        assert site.query(
+            "SELECT count(*) FROM schedules_run WHERE schedule_code='breaker' "
+            "AND status <> 'skipped'"
+        ) == [(3,)]
         assert site.query(
             "SELECT count(*) FROM schedules_incident WHERE kind='auto_paused' AND closed_at IS NULL"
         ) == [(1,)]
