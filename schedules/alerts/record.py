@@ -13,8 +13,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from django.db import IntegrityError, transaction
-from django.db.models import Exists, OuterRef, Q
+from django.db import IntegrityError, connection, transaction
 
 from .. import counters
 from ..choices import ERROR_OUTCOMES, RunStatus, ScheduleStatus
@@ -202,27 +201,43 @@ def _involved(runs: list[Run], retried: set[int]) -> set[int]:
 
     A final failure always can; a success only if the schedule has failures
     counted or an incident open; a failure with a retry to follow never does.
+    Plain SQL: this runs for every outcome, and the ORM's compilation of it
+    cost more than the query.
     """
     failed = {r.schedule_id for r in runs if r.status in ERROR_OUTCOMES and r.pk not in retried}
-    others = {r.schedule_id for r in runs} - failed
+    others = sorted({r.schedule_id for r in runs} - failed)
     if not others:
         return failed
-    open_incident = Incident.objects.open().filter(schedule_id=OuterRef("pk"))
-    return failed | set(
-        Schedule.objects.filter(pk__in=sorted(others))
-        .filter(Q(consecutive_failures__gt=0) | Exists(open_incident))
-        .values_list("pk", flat=True)
+    q = connection.ops.quote_name
+    schedule, incident = q(Schedule._meta.db_table), q(Incident._meta.db_table)
+    sql = (
+        f"SELECT s.{q('id')} FROM {schedule} s WHERE s.{q('id')} IN "
+        f"({', '.join(['%s'] * len(others))}) AND (s.{q('consecutive_failures')} > 0 OR EXISTS "
+        f"(SELECT 1 FROM {incident} i WHERE i.{q('schedule_id')} = s.{q('id')} "
+        f"AND i.{q('closed_at')} IS NULL))"
     )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, others)
+        return failed | {row[0] for row in cursor.fetchall()}
 
 
 def _stamp(runs: list[Run], now: datetime) -> None:
     """Last success and last failure of each schedule (for /metrics and the page)."""
-    successes = sorted({r.schedule_id for r in runs if r.status == RunStatus.SUCCEEDED})
-    failures = sorted({r.schedule_id for r in runs if r.status in ERROR_OUTCOMES})
-    if successes:
-        Schedule.objects.filter(pk__in=successes).update(last_success_at=now)
-    if failures:
-        Schedule.objects.filter(pk__in=failures).update(last_failure_at=now)
+    q = connection.ops.quote_name
+    for field, statuses in (
+        ("last_success_at", (RunStatus.SUCCEEDED,)),
+        ("last_failure_at", ERROR_OUTCOMES),
+    ):
+        ids = sorted({r.schedule_id for r in runs if r.status in statuses})
+        if not ids:
+            continue
+        column = Schedule._meta.get_field(field)
+        sql = (
+            f"UPDATE {q(Schedule._meta.db_table)} SET {q(column.column)} = %s "
+            f"WHERE {q('id')} IN ({', '.join(['%s'] * len(ids))})"
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [column.get_db_prep_save(now, connection), *ids])
 
 
 def _log(runs: list[Run], retried: set[int]) -> None:
