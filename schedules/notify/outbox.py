@@ -94,14 +94,17 @@ def mark_sent(*, notification_id: int, instance_id: str, answer: str, now: datet
     )
 
 
-def mark_failed(*, notification_id: int, instance_id: str, error: str, now: datetime) -> str:
-    """Retry with backoff, or give up after SILLO_NOTIFY_MAX_ATTEMPTS. Returns the new status."""
+def mark_failed(
+    *, notification_id: int, instance_id: str, error: str, now: datetime, final: bool = False
+) -> str:
+    """Retry with backoff, or give up after SILLO_NOTIFY_MAX_ATTEMPTS (or at once when
+    `final`: nothing a retry could change). Returns the new status."""
     notification = Notification.objects.filter(
         pk=notification_id, status=SENDING, claimed_by=instance_id
     ).first()
     if notification is None:
         return ""
-    if notification.attempts >= setting("SILLO_NOTIFY_MAX_ATTEMPTS"):
+    if final or notification.attempts >= setting("SILLO_NOTIFY_MAX_ATTEMPTS"):
         status, next_at = NotificationStatus.FAILED, notification.next_attempt_at
     else:
         delay = setting("SILLO_NOTIFY_RETRY_DELAY") * 2 ** (notification.attempts - 1)

@@ -109,9 +109,11 @@ class Alerting:
         timeout = setting("SILLO_NOTIFY_TIMEOUT")
         error = ""
         answer = ""
+        final = False
         try:
             target = outbox.target_of(notification)
             if target is None:
+                final = True  # a retry cannot bring the channel back
                 raise DeliveryFailed("the channel was deleted")
             loop = asyncio.get_running_loop()
             call = partial(
@@ -139,6 +141,7 @@ class Alerting:
                 instance_id=self.instance_id,
                 error=error,
                 now=now,
+                final=final,
             )
             log = logger.error if status == "failed" else logger.warning
             log(

@@ -197,3 +197,19 @@ async def test_environment_channels_get_notifications_too(
     expected = hmac.new(b"k3y", request["body"], hashlib.sha256).hexdigest()
     assert request["headers"]["X-Sillo-Signature"] == f"sha256={expected}"
     await alerting.shutdown()
+
+
+async def test_a_notification_of_a_deleted_channel_fails_at_once(
+    transactional_db, receiver, clock
+) -> None:
+    channel = await sync_to_async(Channel.objects.create)(
+        name="hook", kind="webhook", url=receiver.url
+    )
+    (note,) = await sync_to_async(write)()
+    await sync_to_async(channel.delete)()
+    alerting = Alerting(instance_id="a", clock=clock)
+    await deliver_all(alerting)
+    note = await sync_to_async(Notification.objects.get)(pk=note.pk)
+    assert (note.status, note.attempts, note.last_error) == ("failed", 1, "the channel was deleted")
+    assert note.channel_label == "hook"
+    await alerting.shutdown()
