@@ -276,6 +276,38 @@ def dashboard_section(data: dict) -> tuple[str, dict]:
     return text, data["pages"]
 
 
+def isolation_section(data: dict) -> str:
+    settings = data["settings"]
+    rows = []
+    for kind in ("sync", "async"):
+        process, inline = data[f"process-{kind}"], data[f"inline-{kind}"]
+        extra = (median(process["p50_us"]) or 0) - (median(inline["p50_us"]) or 0)
+        rows.append(
+            [
+                kind,
+                spread(process["p50_us"]),
+                spread(process["p99_us"]),
+                spread(inline["p50_us"]),
+                spread(inline["p99_us"]),
+                f"{extra:.0f}",
+            ]
+        )
+    return (
+        f"A no-op task run {settings['runs']:,} times in a row through the executor (the whole "
+        "run pipeline), in a warm worker process (`isolation=\"process\"`, the default) and in "
+        f"the scheduler (`isolation=\"inline\"`); median of {settings['repeats']} repetitions "
+        "[min–max], in microseconds. The first worker (with the fork server that sets Django up "
+        f"once) was ready after {data['worker_start_s']['first']:.2f} s; later workers are forks "
+        "of it. The scheduler benchmark above runs `sillo` in process mode (the default) and "
+        "`sillo-inline` with the task declared inline.\n\n"
+        + table(
+            ["task", "process p50 µs", "process p99 µs", "inline p50 µs", "inline p99 µs",
+             "isolation costs (p50, µs)"],
+            rows,
+        )
+    )  # fmt: skip
+
+
 def live_section(data: dict) -> tuple[str, dict]:
     settings = data["settings"]
     shape = settings["shape"]
@@ -579,6 +611,9 @@ def write_report(results: Path, runs: dict) -> Path:
     if data:
         text, facts["dashboard"] = dashboard_section(data)
         sections.append(("Dashboard list page", text))
+    data = load(results, "isolation")
+    if data:
+        sections.append(("The cost of run isolation", isolation_section(data)))
     data = load(results, "live_log")
     if data:
         text, facts["live"] = live_section(data)

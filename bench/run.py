@@ -23,7 +23,7 @@ sys.path.insert(0, str(BENCH))
 from common import RESULTS  # noqa: E402
 from report import write_report  # noqa: E402
 
-BENCHMARKS = ["next_fire", "scheduler", "scheduler_postgres", "dashboard", "live_log"]
+BENCHMARKS = ["next_fire", "scheduler", "isolation", "scheduler_postgres", "dashboard", "live_log"]
 
 
 def main() -> int:

@@ -105,6 +105,7 @@ class Timeline:
 # records written in this process, or jobs added in the child), with room.
 SETUP_PER_SCHEDULE = {
     "sillo": 5e-5,
+    "sillo-inline": 5e-5,
     "naive": 5e-5,
     "apscheduler3-memory": 5e-5,
     "apscheduler3-sqlalchemy": 7e-5,
@@ -154,7 +155,7 @@ def child(system: str, timeline: Timeline) -> dict:
 
     asyncio.run(SYSTEMS[system][1](plan, phases))
     found["peak_rss"] = process_memory()["VmHWM"]
-    found["executions"] = executions
+    found["executions"] = list(executions)  # with the workers' executions
     return found
 
 

@@ -31,7 +31,9 @@ os.environ["SILLO_BENCH_DIR"] = str(WORKDIR)
 DATABASE = WORKDIR / "bench.sqlite3"
 os.environ.update(
     {
-        "DJANGO_SETTINGS_MODULE": "sillo_dash.settings",
+        "DJANGO_SETTINGS_MODULE": "bench.settings",
+        # Worker processes note their executions here (bench/benchapp/tasks.py).
+        "SILLO_BENCH_EXECUTIONS": str(WORKDIR / "executions.txt"),
         "SILLO_DATA_DIR": str(WORKDIR),
         "DATABASE_URL": f"sqlite:///{DATABASE}",
         "DJANGO_LOG_LEVEL": "WARNING",
@@ -54,11 +56,31 @@ from schedules.models import Schedule  # noqa: E402
 from schedules.scheduler.engine import Scheduler  # noqa: E402
 from schedules.timing import Interval  # noqa: E402
 
-# (code, wall time) of every task execution.
-executions: list[tuple[str, float]] = []
+
+class Executions(list):
+    """(code, wall time) of every task execution: noted here by in-process tasks, and
+    read from the file that worker processes append to."""
+
+    def __iter__(self):
+        yield from super().__iter__()
+        path = Path(os.environ["SILLO_BENCH_EXECUTIONS"])
+        if path.exists():
+            for line in path.read_text().splitlines():
+                code, _, at = line.partition(" ")
+                if at:
+                    yield code, float(at)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __reduce__(self):  # a plain list of everything, for the parent
+        return (list, (list(self),))
 
 
-@schedules.task("bench.noop")
+executions = Executions()
+
+
+@schedules.task("bench.noop", isolation="inline")
 async def noop(code: str = "") -> None:
     executions.append((code, time.time()))
 
@@ -83,7 +105,7 @@ def fresh_database() -> None:
     call_command("migrate", verbosity=0)
 
 
-def schedule_rows(plan: Plan) -> None:
+def schedule_rows(plan: Plan, task_name: str = "bench.noop") -> None:
     """The schedule records sillo and the naive baseline read (the same table and rows).
 
     One model instance gives every column's stored value; each row then
@@ -92,7 +114,7 @@ def schedule_rows(plan: Plan) -> None:
     """
     fresh_database()
     template = Schedule(
-        code="", task_name="bench.noop", kwargs={}, trigger={}, misfire_grace=3600,
+        code="", task_name=task_name, kwargs={}, trigger={}, misfire_grace=3600,
         max_instances=1000, next_run_at=datetime.now(UTC),
     )  # fmt: skip
     fields = [f for f in Schedule._meta.concrete_fields if not f.primary_key]
@@ -116,6 +138,12 @@ def schedule_rows(plan: Plan) -> None:
             f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({placeholders})", rows
         )
     connection.close()
+
+
+def worker_schedule_rows(plan: Plan) -> None:
+    """The same records, naming a task that runs in worker processes (the default)."""
+    Path(os.environ["SILLO_BENCH_EXECUTIONS"]).unlink(missing_ok=True)
+    schedule_rows(plan, task_name="bench.noop_worker")
 
 
 def aps_jobs(scheduler, plan: Plan) -> None:
@@ -166,7 +194,8 @@ def nothing(plan: Plan) -> None:
 
 
 async def run_sillo(plan: Plan, phases: Phases) -> None:
-    """This project's scheduler with its default settings."""
+    """This project's scheduler with its default settings: runs execute in worker
+    processes, or in the scheduler for the inline task (`sillo-inline`)."""
     scheduler = Scheduler()
     stop = asyncio.Event()
     loop_task = asyncio.create_task(scheduler.run_forever(stop))
@@ -238,7 +267,8 @@ async def run_naive(plan: Plan, phases: Phases) -> None:
 
 # name -> (prepare, run)
 SYSTEMS: dict[str, tuple[Callable[[Plan], None], Callable[[Plan, Phases], Awaitable[None]]]] = {
-    "sillo": (schedule_rows, run_sillo),
+    "sillo": (worker_schedule_rows, run_sillo),
+    "sillo-inline": (schedule_rows, run_sillo),
     "apscheduler3-memory": (nothing, run_aps_memory),
     "apscheduler3-sqlalchemy": (sqlalchemy_jobs, run_aps_sqlalchemy),
     "naive": (schedule_rows, run_naive),

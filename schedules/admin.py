@@ -5,14 +5,22 @@ from __future__ import annotations
 from django.contrib import admin, messages
 
 from . import services
-from .models import Incident, IncidentEvent, Notification, Run, Schedule, SchedulerInstance
+from .models import (
+    AuditEvent,
+    Incident,
+    IncidentEvent,
+    Notification,
+    Run,
+    Schedule,
+    SchedulerInstance,
+)
 
 
-def _each(request, queryset, operation, verb: str, **extra) -> None:
+def _each(request, queryset, operation, verb: str) -> None:
     done = 0
     for schedule in queryset:
         try:
-            operation(schedule=schedule, **extra)
+            operation(schedule=schedule, by=request.user, via="admin")
             done += 1
         except (services.InvalidTransition, services.RunRefused) as exc:
             messages.warning(request, str(exc))
@@ -31,7 +39,7 @@ def resume(modeladmin, request, queryset) -> None:
 
 @admin.action(description="Run now", permissions=["operate"])
 def run_now(modeladmin, request, queryset) -> None:
-    _each(request, queryset, services.schedule_run_now, "queued a run for", by=request.user)
+    _each(request, queryset, services.schedule_run_now, "queued a run for")
 
 
 @admin.register(Schedule)
@@ -72,6 +80,22 @@ class RunAdmin(admin.ModelAdmin):
     list_filter = ["status", "reason"]
     search_fields = ["schedule_code", "task_name", "error"]
     date_hierarchy = "queued_at"
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(admin.ModelAdmin):
+    """Read-only: the services write these, nobody edits them."""
+
+    list_display = ["at", "schedule_code", "action", "actor", "via", "detail"]
+    list_filter = ["action", "via"]
+    search_fields = ["schedule_code", "actor"]
+    date_hierarchy = "at"
 
     def has_add_permission(self, request) -> bool:
         return False

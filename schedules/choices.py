@@ -55,6 +55,27 @@ class RunReason(models.TextChoices):
     CATCH_UP = "catch-up"
 
 
+# Named priorities, accepted beside integers; higher starts first among queued runs.
+PRIORITY_LEVELS = {"low": -10, "normal": 0, "high": 10, "critical": 20}
+
+
+def priority_value(value: int | str) -> int:
+    """An integer priority from an integer or a level name; ValueError names the levels."""
+    if isinstance(value, bool):
+        raise ValueError("priority must be an integer or one of " + ", ".join(PRIORITY_LEVELS))
+    if isinstance(value, int):
+        return value
+    text = str(value).strip().lower()
+    if text in PRIORITY_LEVELS:
+        return PRIORITY_LEVELS[text]
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(
+            f"priority must be an integer or one of {', '.join(PRIORITY_LEVELS)}, got {value!r}"
+        ) from None
+
+
 FINISHED = (
     RunStatus.SUCCEEDED,
     RunStatus.FAILED,

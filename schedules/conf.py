@@ -7,19 +7,39 @@ from typing import Any
 from django.conf import settings
 
 DEFAULTS: dict[str, Any] = {
-    # Longest sleep between passes: a lost wake message delays a run at most this long.
+    # How often code defaults are synced (and the longest sleep, if polling is longer).
     "SILLO_RESYNC_INTERVAL": 30.0,
+    # Longest sleep between passes: a run queued by another process (the CLI, the
+    # admin, another web process) starts within this even with no channel layer.
+    "SILLO_POLL_INTERVAL": 1.0,
     "SILLO_HEARTBEAT_INTERVAL": 5.0,
     # A scheduler whose heartbeat is older than this is dead; its runs become interrupted.
     "SILLO_STALE_AFTER": 30.0,
+    # Threads for the sync bodies of tasks declared isolation="inline".
     "SILLO_SYNC_WORKERS": 8,
+    # Worker processes that execute runs (isolation="process", the default).
+    "SILLO_MIN_WORKERS": 1,
+    "SILLO_MAX_WORKERS": 8,
+    "SILLO_WORKER_MAX_RUNS": 1000,  # a worker is replaced after this many runs ...
+    "SILLO_WORKER_MAX_MEMORY_MB": 1024,  # ... or once its peak memory passes this (0: no limit)
+    "SILLO_WORKER_IDLE_TIMEOUT": 60.0,  # idle workers beyond the minimum stop after this
+    "SILLO_KILL_GRACE": 1.0,  # seconds between SIGTERM and SIGKILL when a run is stopped
+    # Timeout of tasks that declare none; a task declares timeout=0 to run without one.
+    "SILLO_DEFAULT_TIMEOUT": 3600.0,
     "SILLO_CLAIM_BATCH": 500,
     "SILLO_SHUTDOWN_GRACE": 10.0,
     "SILLO_MAX_RETRY_DELAY": 3600.0,
     "SILLO_MAX_CATCH_UP": 100,
     "SILLO_RUNS_PER_SCHEDULE": 1000,
+    # Finished runs older than this many days are deleted too (None: kept by count only).
+    "SILLO_RUNS_MAX_AGE_DAYS": None,
+    # Seconds between two bounded rounds of pruning.
+    "SILLO_PRUNE_INTERVAL": 60.0,
     "SILLO_RESULT_MAX_CHARS": 10_000,
     "SILLO_HEALTH_ERROR_RATE": 0.5,
+    # `schedules stats`: the oldest due run waiting longer than these is DEGRADED, STALLED.
+    "SILLO_BACKLOG_DEGRADED": 60.0,
+    "SILLO_BACKLOG_STALLED": 300.0,
     "SILLO_HEALTH_WINDOW": 3600.0,
     # Alerts (docs/alerts.md). The global default rules; tasks (`alert=`) and
     # schedules override them key by key.
@@ -52,3 +72,44 @@ DEFAULTS: dict[str, Any] = {
 
 def setting(name: str) -> Any:
     return getattr(settings, name, DEFAULTS[name])
+
+
+# (name, lowest allowed, highest allowed) of the numeric settings checked at start.
+RANGES: tuple[tuple[str, float, float], ...] = (
+    ("SILLO_RESYNC_INTERVAL", 0.01, 3600),
+    ("SILLO_POLL_INTERVAL", 0.01, 3600),
+    ("SILLO_HEARTBEAT_INTERVAL", 0.01, 3600),
+    ("SILLO_STALE_AFTER", 0.1, 86400),
+    ("SILLO_SYNC_WORKERS", 1, 1024),
+    ("SILLO_MIN_WORKERS", 0, 1024),
+    ("SILLO_MAX_WORKERS", 1, 1024),
+    ("SILLO_WORKER_MAX_RUNS", 1, 10**9),
+    ("SILLO_WORKER_MAX_MEMORY_MB", 0, 10**7),
+    ("SILLO_WORKER_IDLE_TIMEOUT", 0, 10**7),
+    ("SILLO_KILL_GRACE", 0, 600),
+    ("SILLO_DEFAULT_TIMEOUT", 0, 10**9),
+    ("SILLO_SHUTDOWN_GRACE", 0, 86400),
+    ("SILLO_CLAIM_BATCH", 1, 100_000),
+)
+
+
+def setting_problems() -> list[str]:
+    """One line per scheduler setting out of range; the scheduler refuses to start on any."""
+    problems = []
+    for name, low, high in RANGES:
+        value = setting(name)
+        if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+            problems.append(f"{name} must be a number from {low:g} to {high:g}, got {value!r}")
+        elif not low <= value <= high:
+            problems.append(f"{name} must be from {low:g} to {high:g}, got {value!r}")
+    if not problems and setting("SILLO_HEARTBEAT_INTERVAL") > setting("SILLO_STALE_AFTER") / 3:
+        problems.append(
+            "SILLO_HEARTBEAT_INTERVAL must be at most a third of SILLO_STALE_AFTER "
+            f"({setting('SILLO_HEARTBEAT_INTERVAL'):g} > {setting('SILLO_STALE_AFTER'):g} / 3)"
+        )
+    if not problems and setting("SILLO_MIN_WORKERS") > setting("SILLO_MAX_WORKERS"):
+        problems.append(
+            "SILLO_MIN_WORKERS must not exceed SILLO_MAX_WORKERS "
+            f"({setting('SILLO_MIN_WORKERS')} > {setting('SILLO_MAX_WORKERS')})"
+        )
+    return problems

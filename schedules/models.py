@@ -9,8 +9,10 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from django.conf import settings
+from django.core.validators import RegexValidator
 from django.db import models
-from django.db.models import Count, Q
+from django.db.models import Count, ExpressionWrapper, Q
+from django.db.models.functions import Now
 from django.utils import timezone
 
 from .choices import (
@@ -100,16 +102,31 @@ class RunQuerySet(models.QuerySet["Run"]):
         )
 
 
+def stale_before(seconds: float) -> Q:
+    """Heartbeats older than `seconds` by the database's clock (every host agrees on it)."""
+    limit = ExpressionWrapper(
+        Now() - timedelta(seconds=seconds), output_field=models.DateTimeField()
+    )
+    return Q(heartbeat_at__lt=limit)
+
+
 class SchedulerInstanceQuerySet(models.QuerySet["SchedulerInstance"]):
-    def alive(self, *, now: datetime | None = None, kind: str = "scheduler"):
-        """Instances of `kind` not stopped, whose heartbeat is fresher than SILLO_STALE_AFTER."""
-        now = now or timezone.now()
-        stale = now - timedelta(seconds=setting("SILLO_STALE_AFTER"))
-        return self.filter(kind=kind, stopped_at__isnull=True, heartbeat_at__gte=stale)
+    def alive(self, *, kind: str = "scheduler"):
+        """Instances of `kind` not stopped, whose heartbeat is fresher than SILLO_STALE_AFTER
+        by the database's clock."""
+        fresh = self.filter(kind=kind, stopped_at__isnull=True)
+        return fresh.exclude(stale_before(setting("SILLO_STALE_AFTER")))
+
+
+# A schedule's code: the characters of task names (a code default's record is named
+# after its task, e.g. "reports.daily").
+CODE_VALIDATOR = RegexValidator(
+    r"^[A-Za-z0-9_.:-]+$", "Use letters, digits and . _ : - only (like a task name)."
+)
 
 
 class Schedule(models.Model):
-    code = models.SlugField(max_length=200, unique=True)
+    code = models.CharField(max_length=200, unique=True, validators=[CODE_VALIDATOR])
     # No index of its own: with one, SQLite plans the due query by task name, which
     # reads every schedule of a task instead of the due ones (schedule_due_idx).
     task_name = models.CharField(max_length=200)
@@ -123,7 +140,11 @@ class Schedule(models.Model):
         max_length=16, choices=ScheduleSource.choices, default=ScheduleSource.OPERATOR
     )
 
-    timeout = models.FloatField(null=True, blank=True, help_text="seconds; empty for none")
+    timeout = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="seconds; empty: the default (SILLO_DEFAULT_TIMEOUT, 1 hour); 0: no timeout",
+    )
     max_attempts = models.PositiveIntegerField(default=1)
     retry_delay = models.FloatField(default=10.0, help_text="seconds before the first retry")
     max_instances = models.PositiveIntegerField(default=1)
@@ -156,6 +177,8 @@ class Schedule(models.Model):
 
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # Bumped by every operator edit: a form saved against an older version is refused.
+    version = models.PositiveIntegerField(default=1)
 
     objects = ScheduleQuerySet.as_manager()
 
@@ -190,8 +213,8 @@ class Schedule(models.Model):
                 condition=Q(max_instances__gte=1), name="schedule_max_instances_positive"
             ),
             models.CheckConstraint(
-                condition=Q(timeout__isnull=True) | Q(timeout__gt=0),
-                name="schedule_timeout_positive",
+                condition=Q(timeout__isnull=True) | Q(timeout__gte=0),
+                name="schedule_timeout_not_negative",
             ),
             models.CheckConstraint(
                 condition=Q(dispatch__in=Dispatch.values), name="schedule_dispatch_valid"
@@ -207,6 +230,16 @@ class Schedule(models.Model):
         Triggers are immutable, so schedules with the same spec share one parse.
         """
         return _parse_spec(json.dumps(self.trigger, sort_keys=True))
+
+    @property
+    def effective_timeout(self) -> float | None:
+        """Seconds a run may take: the schedule's, else SILLO_DEFAULT_TIMEOUT; None: no limit.
+
+        An empty timeout means the default; 0 means none (an explicit opt-out).
+        """
+        if self.timeout is None:
+            return setting("SILLO_DEFAULT_TIMEOUT") or None
+        return self.timeout or None
 
     def preview_times(
         self, count: int, *, after: datetime, operator_zone: tzinfo | None = None
@@ -254,6 +287,12 @@ class Run(models.Model):
     scheduler = models.CharField(max_length=64, blank=True, db_index=True)
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    # Who stopped the run: a user name, "cli:<os user>", or empty.
+    cancelled_by = models.CharField(max_length=200, blank=True)
+    # The run this one follows: the attempt a retry repeats.
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children"
     )
 
     objects = RunQuerySet.as_manager()
@@ -322,6 +361,8 @@ class SchedulerInstance(models.Model):
     started_at = models.DateTimeField(default=timezone.now)
     heartbeat_at = models.DateTimeField(default=timezone.now, db_index=True)
     stopped_at = models.DateTimeField(null=True, blank=True)
+    # Kernel boot id and pid namespace: a pid identifies a process only on the same node.
+    node = models.CharField(max_length=100, blank=True)
 
     objects = SchedulerInstanceQuerySet.as_manager()
 
@@ -330,6 +371,29 @@ class SchedulerInstance(models.Model):
 
     def __str__(self) -> str:
         return f"{self.host}:{self.pid}"
+
+
+class AuditEvent(models.Model):
+    """An operator's action on a schedule: who, from where, when, and what changed."""
+
+    schedule = models.ForeignKey(
+        Schedule, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_events"
+    )
+    schedule_code = models.CharField(max_length=200)  # kept when the schedule is deleted
+    action = models.CharField(max_length=32)
+    actor = models.CharField(max_length=200, blank=True)
+    via = models.CharField(max_length=16)
+    at = models.DateTimeField(default=timezone.now, db_index=True)
+    # Edits: field -> [before, after].
+    changes = models.JSONField(default=dict, blank=True)
+    detail = models.CharField(max_length=500, blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [models.Index(fields=["schedule", "-at"], name="audit_schedule_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.schedule_code} {self.action} by {self.actor or '?'}"
 
 
 # Defined beside their concern, registered with the app by being imported here.

@@ -53,6 +53,7 @@ def run_data(run: Run, *, with_result: bool = True) -> dict:
         "duration_ms": run.duration_ms,
         "error": run.error or None,
         "scheduler": run.scheduler or None,
+        "cancelled_by": run.cancelled_by or None,
     }
     if with_result:
         data["result"] = run.result

@@ -16,10 +16,12 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from .alerts.schema import InvalidRules, clean_rules
-from .choices import Dispatch, Misfire, Overlap
+from .choices import Dispatch, Misfire, Overlap, priority_value
 from .timing import Cron, Interval, InvalidTrigger, Trigger
 
 logger = logging.getLogger(__name__)
+
+ISOLATIONS = ("process", "inline")
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,8 @@ class TaskDeclaration:
     options: TaskOptions
     default_trigger: Trigger | None = None
     middleware: tuple[Callable, ...] = ()
+    # "process": runs in a worker process (stoppable, isolated); "inline": in the scheduler.
+    isolation: str = "process"
     problems: list[str] = field(default_factory=list)
     # Alert rules (docs/alerts.md): read live, not copied into the record, so that
     # every schedule of the task follows the code unless it overrides a rule.
@@ -66,6 +70,27 @@ class TaskDeclaration:
     @property
     def is_async(self) -> bool:
         return inspect.iscoroutinefunction(self.func)
+
+    @property
+    def worker_problem(self) -> str:
+        """Why a worker process would not find this task, or "" (inline tasks need none).
+
+        Workers declare tasks by importing modules, so a function defined in
+        __main__ or inside another function never exists there.
+        """
+        if self.isolation != "process":
+            return ""
+        if self.func.__module__ == "__main__":
+            return (
+                f"{self.qualname} is defined in __main__, which worker processes do not "
+                "import: declare it in an app's tasks.py, or use isolation='inline'"
+            )
+        if "<locals>" in self.func.__qualname__:
+            return (
+                f"{self.qualname} is defined inside a function, so worker processes cannot "
+                "import it: declare it at module level, or use isolation='inline'"
+            )
+        return ""
 
 
 @dataclass
@@ -127,6 +152,7 @@ def task(
     cron: str | None = None,
     tz: str | None = None,
     middleware: Sequence[Callable] = (),
+    isolation: str = "process",
     alert: dict[str, Any] | None = None,
     **options: Any,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -136,14 +162,37 @@ def task(
     schedule record created when missing. `options` are the fields of
     `TaskOptions` (timeout, max_attempts, retry_delay, ...). `alert` gives the
     task's default alert rules (docs/alerts.md). The function is returned unchanged.
+
+    `isolation="process"` (the default) runs each run in a worker process, so
+    a timeout or a cancel stops it for real and nothing it does can take the
+    scheduler down. `isolation="inline"` runs it in the scheduler process:
+    async bodies on the scheduler's event loop, sync bodies in a thread. Inline
+    runs cannot be stopped (a timed-out sync body keeps running, and keeps its
+    schedule's instance busy, until it returns) and a blocking call in an async
+    body stalls the scheduler; use it only for trusted, light async tasks.
     """
 
     def register(func: Callable[..., Any]) -> Callable[..., Any]:
         unknown = sorted(set(options) - set(OPTION_NAMES))
         known = {key: value for key, value in options.items() if key in OPTION_NAMES}
+        priority_problem = ""
+        if "priority" in known:
+            try:
+                known["priority"] = priority_value(known["priority"])
+            except ValueError as exc:
+                priority_problem = str(exc)
+                known["priority"] = 0
         declaration = TaskDeclaration(
-            name=name, func=func, options=TaskOptions(**known), middleware=tuple(middleware)
+            name=name,
+            func=func,
+            options=TaskOptions(**known),
+            middleware=tuple(middleware),
+            isolation=isolation,
         )
+        if isolation not in ISOLATIONS:
+            declaration.problems.append(f"isolation must be one of {', '.join(ISOLATIONS)}")
+        if priority_problem:
+            declaration.problems.append(priority_problem)
         if unknown:
             declaration.problems.append(
                 f"unknown option(s) {', '.join(unknown)}; known: {', '.join(OPTION_NAMES)}"
@@ -175,8 +224,8 @@ def task(
 
 def _option_problems(options: TaskOptions) -> list[str]:
     problems = []
-    if options.timeout is not None and not options.timeout > 0:
-        problems.append("timeout must be positive seconds or None")
+    if options.timeout is not None and not options.timeout >= 0:
+        problems.append("timeout must be seconds, 0 for none, or None for the default")
     if not isinstance(options.max_attempts, int) or options.max_attempts < 1:
         problems.append("max_attempts must be at least 1")
     if not options.retry_delay >= 0:

@@ -88,6 +88,13 @@ def newest_run_id() -> int:
     return Run.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
 
 
+def runs_waiting_for_a_worker(*, now: datetime, patience: float = 2.0) -> int:
+    """Queued runs whose time passed more than `patience` seconds ago: every worker is busy
+    (or no scheduler is alive, which the dashboard says separately)."""
+    overdue = now - timedelta(seconds=patience)
+    return Run.objects.queued().filter(not_before__lte=overdue, dispatch="inline").count()
+
+
 def run_totals() -> dict[str, int]:
     """Runs executed and errors so far, and runs in flight: cheap at any log size.
 
@@ -115,17 +122,56 @@ def recent_error_rate(*, now: datetime, window: float) -> tuple[int, int]:
 
 
 def schedule_counts() -> dict[str, int]:
+    """Schedules in all, and by status."""
     return Schedule.objects.aggregate(
         total=Count("pk"),
-        active=Count("pk", filter=Q(status=ScheduleStatus.ACTIVE)),
-        paused=Count("pk", filter=Q(status=ScheduleStatus.PAUSED)),
+        **{status: Count("pk", filter=Q(status=status)) for status in ScheduleStatus.values},
     )
+
+
+def queue_stats(*, now: datetime) -> dict:
+    """Runs waiting to start: how many, the oldest one's wait, and the backlog state.
+
+    HEALTHY: nothing due waits longer than SILLO_BACKLOG_DEGRADED seconds;
+    DEGRADED: something does; STALLED: something waited longer than
+    SILLO_BACKLOG_STALLED, or runs are due and no scheduler is alive.
+    """
+    due = Run.objects.queued().filter(not_before__lte=now)
+    oldest = due.order_by("not_before").values_list("not_before", flat=True).first()
+    age = (now - oldest).total_seconds() if oldest else 0.0
+    state = "HEALTHY"
+    if oldest is not None:
+        if age > setting("SILLO_BACKLOG_STALLED") or not SchedulerInstance.objects.alive():
+            state = "STALLED"
+        elif age > setting("SILLO_BACKLOG_DEGRADED"):
+            state = "DEGRADED"
+    return {
+        "queued": Run.objects.queued().count(),
+        "due": due.count(),
+        "oldest_due_age_seconds": round(age, 3),
+        "backlog": state,
+    }
+
+
+def scheduler_stats(*, now: datetime) -> dict:
+    """The original design's scheduler and queue stats, for `schedules stats`."""
+    alive = list(SchedulerInstance.objects.alive())
+    oldest = min((instance.started_at for instance in alive), default=None)
+    totals = run_totals()
+    return {
+        "jobs": schedule_counts(),
+        "runs": {"total": totals["total"], "errors": totals["errors"],
+                 "running": totals["running"]},
+        "schedulers": len(alive),
+        "uptime_seconds": round((now - oldest).total_seconds()) if oldest else None,
+        "queue": queue_stats(now=now),
+    }  # fmt: skip
 
 
 def health_report(*, now: datetime) -> tuple[bool, dict]:
     """(healthy, report) for `GET /health/`. Unhealthy: no scheduler alive, or recent
     errors over SILLO_HEALTH_ERROR_RATE."""
-    alive = list(SchedulerInstance.objects.alive(now=now))
+    alive = list(SchedulerInstance.objects.alive())
     runs = run_totals()
     window = setting("SILLO_HEALTH_WINDOW")
     recent, recent_errors = recent_error_rate(now=now, window=window)

@@ -12,35 +12,39 @@ from dataclasses import asdict
 from datetime import datetime
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.utils import timezone
 
+from . import audit, defaults
 from .alerts import record as alerts
 from .models import Run, RunReason, RunStatus, Schedule, ScheduleSource, ScheduleStatus
-from .registry import Registry, TaskDeclaration, registry
+from .registry import Registry, registry
 from .scheduler import dispatch
-from .timing import InvalidTrigger, Trigger, trigger_from_spec
+from .timing import InvalidTrigger, Trigger, display_zone, trigger_from_spec
 from .wake import wake_schedulers
 
 logger = logging.getLogger(__name__)
 
-# Allowed status transitions; anything else is refused with a reason.
-TRANSITIONS: dict[str, set[str]] = {
-    ScheduleStatus.ACTIVE: {
-        ScheduleStatus.PAUSED,
-        ScheduleStatus.CANCELLED,
-        ScheduleStatus.COMPLETED,
-    },
-    ScheduleStatus.PAUSED: {ScheduleStatus.ACTIVE, ScheduleStatus.CANCELLED},
-    ScheduleStatus.CANCELLED: set(),
-    ScheduleStatus.COMPLETED: set(),
+# verb -> (the statuses it applies to, the status it leads to); anything else is refused.
+TRANSITIONS: dict[str, tuple[frozenset[str], str]] = {
+    "pause": (frozenset({ScheduleStatus.ACTIVE}), ScheduleStatus.PAUSED),
+    "resume": (frozenset({ScheduleStatus.PAUSED}), ScheduleStatus.ACTIVE),
+    "cancel": (frozenset({ScheduleStatus.ACTIVE, ScheduleStatus.PAUSED}), ScheduleStatus.CANCELLED),
+    "complete": (frozenset({ScheduleStatus.ACTIVE}), ScheduleStatus.COMPLETED),
+    "reactivate": (
+        frozenset({ScheduleStatus.COMPLETED, ScheduleStatus.CANCELLED}),
+        ScheduleStatus.ACTIVE,
+    ),
 }
-_VERBS = {
-    ScheduleStatus.ACTIVE: "resume",
-    ScheduleStatus.PAUSED: "pause",
-    ScheduleStatus.CANCELLED: "cancel",
-    ScheduleStatus.COMPLETED: "complete",
-}
+
+
+def allowed_verbs(status: str) -> list[str]:
+    """The transitions an operator may ask for in this status (buttons, CLI)."""
+    return [
+        verb
+        for verb, (sources, _) in TRANSITIONS.items()
+        if status in sources and verb != "complete"
+    ]
 
 
 class InvalidTransition(ValueError):
@@ -51,54 +55,86 @@ class RunRefused(ValueError):
     """A manual run that cannot be queued (orphan or duplicate task)."""
 
 
+class CancelRefused(ValueError):
+    """A run that cannot be cancelled (it already ended)."""
+
+
+Actor = AbstractBaseUser | str | None  # a user, "cli:<os user>", or None (the code itself)
+
+
 def _transition(
-    *, schedule: Schedule, to: str, now: datetime | None = None, by: str = "an operator"
+    *, schedule: Schedule, verb: str, by: Actor = None, via: str = "", now: datetime | None = None
 ) -> Schedule:
+    sources, to = TRANSITIONS[verb]
+    now = now or timezone.now()
+    # Computed before the row is locked: a costly trigger never holds the write lock.
+    upcoming = next_slot(schedule, after=now) if to == ScheduleStatus.ACTIVE else None
     with transaction.atomic():
         current = Schedule.objects.select_for_update().get(pk=schedule.pk)
-        if to not in TRANSITIONS[current.status]:
+        if current.status not in sources:
             raise InvalidTransition(
-                f"cannot {_VERBS[to]} schedule '{current.code}': it is {current.status}"
+                f"cannot {verb} schedule '{current.code}': it is {current.status}"
             )
-        current.status = to
-        fields = ["status", "updated_at"]
-        if to == ScheduleStatus.ACTIVE:
-            current.next_run_at = next_slot(current, after=now or timezone.now())
-            fields.append("next_run_at")
-        elif to in (ScheduleStatus.CANCELLED, ScheduleStatus.COMPLETED):
-            current.next_run_at = None
-            fields.append("next_run_at")
-        current.save(update_fields=fields)
+        if current.trigger != schedule.trigger and to == ScheduleStatus.ACTIVE:
+            upcoming = next_slot(current, after=now)  # edited meanwhile
+        if verb == "reactivate" and upcoming is None:
+            raise InvalidTransition(
+                f"cannot reactivate schedule '{current.code}': its trigger has no fire time "
+                "after now; edit the trigger first"
+            )
+        # A resumed one-shot whose time passed while it was paused is done.
+        current.status = (
+            ScheduleStatus.COMPLETED if to == ScheduleStatus.ACTIVE and upcoming is None else to
+        )
+        current.next_run_at = upcoming
+        current.save(update_fields=["status", "next_run_at", "updated_at"])
+        if to == ScheduleStatus.CANCELLED:
+            Run.objects.queued().filter(schedule=current).update(
+                status=RunStatus.CANCELLED,
+                finished_at=now,
+                error="dropped from the queue: the schedule was cancelled",
+            )
+        audit.record(verb, schedule=current, by=by, via=via)
         # Resuming closes an auto-pause; stopping ends a late incident (docs/alerts.md).
-        if to == ScheduleStatus.ACTIVE:
-            alerts.schedule_resumed(schedule=current, by=by, now=now or timezone.now())
+        who = audit.actor(by) or "the code"
+        if current.status == ScheduleStatus.ACTIVE:
+            alerts.schedule_resumed(schedule=current, by=who, now=now)
             current.pause_reason = ""
         else:
-            alerts.schedule_stopped(schedule=current, why=f"{to} by {by}", now=timezone.now())
-    if to == ScheduleStatus.ACTIVE:
+            alerts.schedule_stopped(schedule=current, why=f"{verb} by {who}", now=now)
+    if current.status == ScheduleStatus.ACTIVE:
         wake_schedulers()
     return current
 
 
-def schedule_pause(*, schedule: Schedule, by: str = "an operator") -> Schedule:
-    return _transition(schedule=schedule, to=ScheduleStatus.PAUSED, by=by)
+def schedule_pause(*, schedule: Schedule, by: Actor = None, via: str = "") -> Schedule:
+    """Stop firing; queued retries and catch-ups wait until it is resumed."""
+    return _transition(schedule=schedule, verb="pause", by=by, via=via)
 
 
 def schedule_resume(
-    *, schedule: Schedule, now: datetime | None = None, by: str = "an operator"
+    *, schedule: Schedule, by: Actor = None, via: str = "", now: datetime | None = None
 ) -> Schedule:
     """Back to active; the next slot is computed from now, missed slots are not run.
-
     Resuming an auto-paused schedule closes its auto-paused incident."""
-    return _transition(schedule=schedule, to=ScheduleStatus.ACTIVE, now=now, by=by)
+    return _transition(schedule=schedule, verb="resume", by=by, via=via, now=now)
 
 
-def schedule_cancel(*, schedule: Schedule) -> Schedule:
-    return _transition(schedule=schedule, to=ScheduleStatus.CANCELLED)
+def schedule_cancel(*, schedule: Schedule, by: Actor = None, via: str = "") -> Schedule:
+    """Stop for good (until reactivated); its queued runs are dropped."""
+    return _transition(schedule=schedule, verb="cancel", by=by, via=via)
 
 
 def schedule_complete(*, schedule: Schedule) -> Schedule:
-    return _transition(schedule=schedule, to=ScheduleStatus.COMPLETED)
+    return _transition(schedule=schedule, verb="complete")
+
+
+def schedule_reactivate(
+    *, schedule: Schedule, by: Actor = None, via: str = "", now: datetime | None = None
+) -> Schedule:
+    """A completed or cancelled schedule becomes active again, if its trigger has a future
+    fire time (edit a past date first)."""
+    return _transition(schedule=schedule, verb="reactivate", by=by, via=via, now=now)
 
 
 def next_slot(schedule: Schedule, *, after: datetime) -> datetime | None:
@@ -107,11 +143,6 @@ def next_slot(schedule: Schedule, *, after: datetime) -> datetime | None:
         return schedule.get_trigger().next_fire(after)
     except InvalidTrigger:
         return None
-
-
-def display_zone(trigger: Trigger) -> str:
-    """The zone a schedule shows times in when none is chosen: its cron's, else UTC."""
-    return getattr(trigger, "tz", "UTC")
 
 
 def normalize_trigger(spec: dict | str, *, code: str) -> Trigger:
@@ -137,10 +168,18 @@ def schedule_create(
     tz: str | None = None,
     source: str = ScheduleSource.OPERATOR,
     now: datetime | None = None,
+    tasks: Registry = registry,
+    by: Actor = None,
+    via: str = "",
     **options: object,
 ) -> Schedule:
-    """Create an active schedule; raises InvalidTrigger for a bad trigger spec."""
+    """Create an active schedule; raises InvalidTrigger for a bad trigger spec.
+
+    Options not given are the task's declared ones (`@schedules.task(timeout=...)`).
+    """
     parsed = normalize_trigger(trigger, code=code)
+    declaration = tasks.get(task_name)
+    declared = asdict(declaration.options) if declaration is not None else {}
     schedule = Schedule(
         code=code,
         task_name=task_name,
@@ -148,96 +187,119 @@ def schedule_create(
         trigger=parsed.to_spec(),
         tz=tz or display_zone(parsed),
         source=source,
-        **options,
+        **{**declared, **options},
     )
-    schedule.next_run_at = parsed.next_fire(now or timezone.now())
+    schedule.next_run_at = _future_fire(parsed, now or timezone.now())
     schedule.full_clean()
-    schedule.save()
+    with transaction.atomic():
+        schedule.save()
+        audit.record("create", schedule=schedule, by=by, via=via)
     wake_schedulers()
     return schedule
+
+
+class EditConflict(ValueError):
+    """The schedule changed since the operator loaded it; `differences` says how."""
+
+    def __init__(self, message: str, differences: dict[str, tuple]) -> None:
+        super().__init__(message)
+        self.differences = differences
 
 
 def schedule_update(
-    *, schedule: Schedule, trigger: dict | str, now: datetime | None = None, **fields: object
+    *,
+    schedule: Schedule,
+    trigger: dict | str,
+    now: datetime | None = None,
+    expected_version: int | None = None,
+    by: Actor = None,
+    via: str = "",
+    **fields: object,
 ) -> Schedule:
-    """Save an edited schedule; a changed trigger moves the next slot (from now)."""
+    """Save an operator's edit: only the fields that changed, and only onto the version
+    the operator saw (`expected_version`), so a slot claimed meanwhile is never rewound.
+
+    A changed trigger moves the next slot (from now). Raises EditConflict when the
+    record changed since that version, naming the fields that now differ.
+    """
     parsed = normalize_trigger(trigger, code=schedule.code)
     spec = parsed.to_spec()
-    changed = spec != schedule.trigger
-    for name, value in fields.items():
-        setattr(schedule, name, value)
-    schedule.tz = schedule.tz or display_zone(parsed)
-    schedule.trigger = spec
-    schedule.source = ScheduleSource.OPERATOR
-    if changed and schedule.status == ScheduleStatus.ACTIVE:
-        schedule.next_run_at = parsed.next_fire(now or timezone.now())
-    schedule.full_clean()
-    schedule.save()
+    now = now or timezone.now()
+    # Computed before the row is locked: a costly trigger never holds the write lock.
+    upcoming = _future_fire(parsed, now)
+    with transaction.atomic():
+        current = Schedule.objects.select_for_update().get(pk=schedule.pk)
+        wanted = {**fields, "trigger": spec}
+        changes = {name: v for name, v in wanted.items() if getattr(current, name) != v}
+        if expected_version is not None and current.version != expected_version:
+            raise EditConflict(
+                f"'{current.code}' was changed by someone else since you opened it "
+                f"(version {expected_version}, now {current.version}); review and save again",
+                {name: (getattr(current, name), value) for name, value in changes.items()},
+            )
+        if not changes:
+            return current
+        if "trigger" in changes:
+            changes["tz"] = fields.get("tz") or current.tz or display_zone(parsed)
+            if current.status == ScheduleStatus.ACTIVE:
+                changes["next_run_at"] = upcoming
+        before = {name: getattr(current, name) for name in changes}
+        for name, value in changes.items():
+            setattr(current, name, value)
+        current.source = ScheduleSource.OPERATOR
+        current.full_clean()
+        current.version += 1
+        update = [*changes, "source", "version", "updated_at"]
+        current.save(update_fields=update)
+        diff = {name: [_plain(before[name]), _plain(value)] for name, value in changes.items()}
+        audit.record("edit", schedule=current, by=by, via=via, changes=diff)
     wake_schedulers()
-    return schedule
+    return current
 
 
-def schedule_delete(*, schedule: Schedule) -> None:
-    """Delete a schedule; its runs and incidents stay in the log (with code and task name)."""
+def _future_fire(trigger: Trigger, now: datetime) -> datetime:
+    """The trigger's next fire time; a trigger with none (a past date, an "all" whose
+    children only met in the past) is refused, never saved to sit idle."""
+    upcoming = trigger.next_fire(now)
+    if upcoming is None:
+        raise InvalidTrigger(
+            "trigger: it has no fire time after now (a date in the past?); a schedule needs one"
+        )
+    return upcoming
+
+
+def _plain(value: object) -> object:
+    """A value as the audit's JSON keeps it."""
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
+def schedule_delete(*, schedule: Schedule, by: Actor = None, via: str = "") -> None:
+    """Delete a schedule; its runs, audit events and incidents stay (with its code)."""
     with transaction.atomic():
         alerts.schedule_deleted(schedule=schedule, now=timezone.now())
+        audit.record("delete", schedule=None, code=schedule.code, by=by, via=via)
         schedule.delete()
 
 
 def sync_code_defaults(*, tasks: Registry = registry, now: datetime | None = None) -> list[str]:
-    """Create the missing record of every code default; an existing record always wins."""
-    now = now or timezone.now()
-    created = []
-    runnable = tasks.runnable_names()
-    candidates = [
-        d for d in tasks.all() if d.default_trigger and not d.problems and d.name in runnable
-    ]
-    existing = set(
-        Schedule.objects.filter(code__in=[d.name for d in candidates]).values_list(
-            "code", flat=True
-        )
-    )
-    for declaration in candidates:
-        if declaration.name in existing:
-            continue
-        try:
-            with transaction.atomic():
-                _create_default(declaration, now)
-            created.append(declaration.name)
-        except IntegrityError:
-            pass  # another scheduler created it first
-    return created
+    """Create missing code-default records and update the ones no operator changed."""
+    return defaults.sync_code_defaults(tasks=tasks, now=now)
 
 
-def _create_default(declaration: TaskDeclaration, now: datetime) -> Schedule:
-    trigger = declaration.default_trigger
-    return Schedule.objects.create(
-        code=declaration.name,
-        task_name=declaration.name,
-        trigger=trigger.to_spec(),
-        tz=display_zone(trigger),
-        source=ScheduleSource.CODE,
-        next_run_at=trigger.next_fire(now),
-        **asdict(declaration.options),
-    )
-
-
-def schedule_reset_to_default(*, schedule: Schedule, tasks: Registry = registry) -> Schedule:
-    """Replace a record by its task's code default (deleting it has the same effect)."""
-    declaration = tasks.get(schedule.task_name)
-    if declaration is None or declaration.default_trigger is None or declaration.problems:
-        raise RunRefused(f"task '{schedule.task_name}' declares no valid code default")
-    with transaction.atomic():
-        alerts.schedule_deleted(schedule=schedule, now=timezone.now())
-        Schedule.objects.filter(pk=schedule.pk).delete()
-        Schedule.objects.filter(code=declaration.name).delete()
-        fresh = _create_default(declaration, timezone.now())
-    wake_schedulers()
-    return fresh
+def schedule_reset_to_default(
+    *, schedule: Schedule, tasks: Registry = registry, by: Actor = None, via: str = ""
+) -> Schedule:
+    """Put the code's trigger and options back on a task's code-default record."""
+    try:
+        reset = defaults.reset_to_default(schedule=schedule, tasks=tasks)
+    except defaults.NoCodeDefault as exc:
+        raise RunRefused(str(exc)) from None
+    audit.record("reset", schedule=reset, by=by, via=via)
+    return reset
 
 
 def schedule_run_now(
-    *, schedule: Schedule, by: AbstractBaseUser | None = None, tasks: Registry = registry
+    *, schedule: Schedule, by: Actor = None, via: str = "", tasks: Registry = registry
 ) -> Run:
     """Queue a manual run and wake a scheduler; refused for orphans and duplicates."""
     refusal = tasks.refusal(schedule.task_name)
@@ -255,8 +317,53 @@ def schedule_run_now(
             dispatch=schedule.dispatch,
             queued_at=now,
             not_before=now,
-            requested_by=by if by is not None and by.is_authenticated else None,
+            requested_by=by if isinstance(by, AbstractBaseUser) and by.is_authenticated else None,
         )
         dispatch.enqueue(run)
+        audit.record("run_now", schedule=schedule, by=by, via=via, detail=f"run #{run.pk}")
     wake_schedulers()
     return run
+
+
+def run_cancel(*, run: Run, by: Actor, via: str = "") -> Run:
+    """Stop a queued or running run; refused for a run that already ended.
+
+    A queued run is cancelled at once. A running one is recorded cancelled
+    now, and the scheduler that owns it stops it for real (terminates its
+    worker process) when it notices, within about a second.
+    """
+    who = audit.actor(by)
+    with transaction.atomic():
+        current = Run.objects.select_for_update().get(pk=run.pk)
+        if current.status not in (RunStatus.QUEUED, RunStatus.RUNNING):
+            raise CancelRefused(f"run #{current.pk} already ended ({current.status})")
+        current.status = RunStatus.CANCELLED
+        current.finished_at = timezone.now()
+        current.error = f"cancelled by {who or 'an operator'}"
+        current.cancelled_by = who
+        current.save(update_fields=["status", "finished_at", "error", "cancelled_by"])
+        schedule = Schedule.objects.filter(pk=current.schedule_id).first()
+        audit.record(
+            "cancel_run", schedule=schedule, code=current.schedule_code, by=by, via=via,
+            detail=f"run #{current.pk}",
+        )  # fmt: skip
+    wake_schedulers()
+    return current
+
+
+def schedule_drop_queued(*, schedule: Schedule, by: Actor, via: str = "") -> int:
+    """Cancel every queued run of a schedule (retries, catch-ups, manual runs); how many."""
+    who = audit.actor(by)
+    with transaction.atomic():
+        dropped = (
+            Run.objects.queued()
+            .filter(schedule=schedule)
+            .update(
+                status=RunStatus.CANCELLED,
+                finished_at=timezone.now(),
+                error=f"dropped from the queue by {who or 'an operator'}",
+                cancelled_by=who,
+            )
+        )
+        audit.record("drop_queued", schedule=schedule, by=by, via=via, detail=f"{dropped} run(s)")
+    return dropped

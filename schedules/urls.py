@@ -11,6 +11,7 @@ from .web.views import (
     incidents,
     live,
     metrics,
+    run_actions,
     schedule_actions,
     schedule_detail,
     schedule_edit,
@@ -36,6 +37,12 @@ urlpatterns = [
         alert_rules.schedule_alerts_test,
         name="schedule-alerts-test",
     ),
+    path(
+        "schedules/<int:pk>/drop-queued/",
+        schedule_actions.schedule_drop_queued,
+        name="schedule-drop-queued",
+    ),
+    path("runs/<int:pk>/cancel/", run_actions.run_cancel, name="run-cancel"),
     path(
         "schedules/<int:pk>/<slug:action>/",
         schedule_actions.schedule_action,

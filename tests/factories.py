@@ -9,6 +9,7 @@ from asgiref.sync import sync_to_async
 
 from schedules import services
 from schedules.models import Run, Schedule
+from schedules.scheduler.executor import Executor
 
 T0 = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 
@@ -22,6 +23,9 @@ class FakeClock:
 
     def now(self) -> datetime:
         return self.current
+
+    def monotonic(self) -> float:
+        return (self.current - T0).total_seconds()
 
     def advance(self, seconds: float) -> datetime:
         self.current += timedelta(seconds=seconds)
@@ -61,3 +65,8 @@ async def schedule_of(code: str) -> Schedule:
 
 def every(seconds: float) -> dict:
     return {"kind": "interval", "every": seconds}
+
+
+def inline_executor(**options) -> Executor:
+    """Task bodies in this process, so unit tests can gate them and never wait on workers."""
+    return Executor(pool=None, sync_workers=8, **options)

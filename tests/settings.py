@@ -16,6 +16,9 @@ for _name in (
 ):  # fmt: skip
     if os.environ.get(_name):
         globals()[_name] = float(os.environ[_name])
+for _name in ("SILLO_MIN_WORKERS", "SILLO_MAX_WORKERS"):
+    if os.environ.get(_name):
+        globals()[_name] = int(os.environ[_name])
 SILLO_SHUTDOWN_GRACE = float(os.environ.get("SILLO_SHUTDOWN_GRACE", "3"))
 
 # A file-backed test database: the scheduler's own thread, task threads and

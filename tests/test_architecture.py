@@ -56,11 +56,14 @@ def imports_of(path: Path) -> list[Import]:
     found: list[Import] = []
 
     def commented(node: ast.stmt) -> bool:
-        """A comment on the import's line, or above the block of imports it stands in."""
+        """A comment on the import's line, or above the block of imports it stands in
+        (isort's blank lines between sections included)."""
         if "#" in lines[node.lineno - 1]:
             return True
         above = node.lineno - 2
-        while above >= 0 and lines[above].strip().startswith(("from ", "import ")):
+        while above >= 0 and (
+            not lines[above].strip() or lines[above].strip().startswith(("from ", "import "))
+        ):
             above -= 1
         return above >= 0 and lines[above].strip().startswith("#")
 

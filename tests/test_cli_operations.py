@@ -128,3 +128,66 @@ def test_bad_cli_input_is_one_line_and_non_zero(manage) -> None:
         assert result.returncode != 0
         assert len(result.stderr.strip().splitlines()) == 1, result.stderr
         assert "Traceback" not in result.stderr
+
+
+def test_cancel_run_stops_a_queued_run_and_records_the_os_user() -> None:
+    schedule = make_schedule("nightly", "test.echo", every(3600))
+    run = Run.objects.create(
+        schedule=schedule, schedule_code="nightly", task_name="test.echo", reason="manual"
+    )
+    assert cli("cancel-run", str(run.pk)).strip() == f"run #{run.pk} cancelled"
+    run.refresh_from_db()
+    assert run.status == RunStatus.CANCELLED
+    assert run.cancelled_by.startswith("cli")
+    with pytest.raises(CommandError, match=rf"run #{run.pk} already ended \(cancelled\)"):
+        cli("cancel-run", str(run.pk))
+    with pytest.raises(CommandError, match="no run #999999"):
+        cli("cancel-run", "999999")
+
+
+def test_drop_queued_cancels_every_queued_run_of_the_schedule_only() -> None:
+    mine = make_schedule("mine", "test.echo", every(3600))
+    other = make_schedule("other", "test.echo", every(3600))
+    for schedule in (mine, mine, other):
+        Run.objects.create(
+            schedule=schedule, schedule_code=schedule.code, task_name="test.echo", reason="retry"
+        )
+    data = json.loads(cli("drop-queued", "mine", "--json"))
+    assert data == {"code": "mine", "dropped": 2}
+    statuses = dict(
+        Run.objects.values_list("schedule_code", "status").filter(schedule_code="other")
+    )
+    assert statuses == {"other": RunStatus.QUEUED}
+    assert set(Run.objects.filter(schedule_code="mine").values_list("status", flat=True)) == {
+        RunStatus.CANCELLED
+    }
+
+
+def test_stats_counts_jobs_and_says_how_the_backlog_is() -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from schedules.models import SchedulerInstance
+
+    make_schedule("a", "test.echo", every(60))
+    paused = make_schedule("b", "test.echo", every(60))
+    paused.status = "paused"
+    paused.save()
+    data = json.loads(cli("stats", "--json"))
+    assert data["jobs"] == {"total": 2, "active": 1, "paused": 1, "cancelled": 0, "completed": 0}
+    assert data["queue"] == {
+        "queued": 0,
+        "due": 0,
+        "oldest_due_age_seconds": 0.0,
+        "backlog": "HEALTHY",
+    }
+    SchedulerInstance.objects.create(id="s", host="h", pid=1, heartbeat_at=timezone.now())
+    Run.objects.create(
+        schedule=paused, schedule_code="b", task_name="test.echo", reason="manual",
+        not_before=timezone.now() - timedelta(seconds=90),
+    )  # fmt: skip
+    assert json.loads(cli("stats", "--json"))["queue"]["backlog"] == "DEGRADED"
+    SchedulerInstance.objects.all().delete()
+    assert json.loads(cli("stats", "--json"))["queue"]["backlog"] == "STALLED"
+    assert "queue     1 queued, 1 due" in cli("stats")

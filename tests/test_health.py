@@ -52,7 +52,7 @@ def test_it_is_healthy_with_a_fresh_heartbeat(client) -> None:
     response = client.get("/health/")
     assert response.status_code == 200
     body = response.json()
-    assert body["jobs"] == {"total": 2, "active": 1, "paused": 1}
+    assert body["jobs"] == {"total": 2, "active": 1, "paused": 1, "completed": 0, "cancelled": 0}
     assert body["scheduler"]["uptime_seconds"] >= 299
     assert response["Cache-Control"].startswith("max-age=0")
 

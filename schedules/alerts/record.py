@@ -72,8 +72,9 @@ class Edge:
     def _apply(self, schedule: Schedule, action: machine.Action, run: Any) -> None:
         open_ = self.incidents.setdefault(schedule.pk, {})
         if isinstance(action, machine.Pause):
+            # As an operator's pause: no next slot until resumed.
             Schedule.objects.filter(pk=schedule.pk, status=ScheduleStatus.ACTIVE).update(
-                status=ScheduleStatus.PAUSED, pause_reason=action.reason[:200]
+                status=ScheduleStatus.PAUSED, pause_reason=action.reason[:200], next_run_at=None
             )
             schedule.status = ScheduleStatus.PAUSED
             logger.error(

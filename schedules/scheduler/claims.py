@@ -10,10 +10,11 @@ them up.
 from __future__ import annotations
 
 import logging
-from collections import deque
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 
 from .. import counters
 from ..alerts import checks as alerts
@@ -28,6 +29,33 @@ logger = logging.getLogger(__name__)
 ONE_MICROSECOND = timedelta(microseconds=1)
 MISSED_COUNT_CAP = 10_000
 CATCH_UP_RECHECK = timedelta(seconds=1)
+
+
+class WorkerSlots:
+    """How many more runs this process may start in worker processes right now.
+
+    Runs beyond it stay `queued` and start as workers free up: a hung run holds
+    one worker, and never a slot it was not given.
+    """
+
+    def __init__(self, free: int | None, needs_worker: Callable[[str], bool]) -> None:
+        self.free = free  # None: no limit (no worker pool)
+        self.needs_worker = needs_worker
+
+    def take(self, task_name: str) -> bool:
+        if self.free is None or not self.needs_worker(task_name):
+            return True
+        if self.free <= 0:
+            return False
+        self.free -= 1
+        return True
+
+    def give_back(self, task_name: str) -> None:
+        if self.free is not None and self.needs_worker(task_name):
+            self.free += 1
+
+
+UNLIMITED = WorkerSlots(None, lambda _name: False)
 
 
 def _in_flight(schedule_id: int, local: dict[int, int], exclude_run: int | None = None) -> int:
@@ -67,15 +95,10 @@ def _start_or_skip(
 
 
 def _missed_slots(trigger: Trigger, first: datetime, now: datetime, keep: int):
-    """(count, the last `keep` slots) of slots from `first` up to `now`."""
-    count = 0
-    latest: deque[datetime] = deque(maxlen=keep)
-    for slot in trigger.iter_fires(first - ONE_MICROSECOND):
-        if slot > now or count >= MISSED_COUNT_CAP:
-            break
-        count += 1
-        latest.append(slot)
-    return count, list(latest)
+    """(count, the last `keep` slots) of slots from `first` up to `now`: counted by the
+    trigger (an interval jumps; others walk, capped), so catch-up after a long downtime
+    costs a pass little."""
+    return trigger.slots_between(first, now, keep=keep, cap=MISSED_COUNT_CAP)
 
 
 def claim_due(
@@ -86,11 +109,14 @@ def claim_due(
     limit: int,
     max_catch_up: int,
     local_in_flight: dict[int, int],
+    slots: WorkerSlots = UNLIMITED,
 ) -> tuple[list[Run], list[int]]:
     """Claim every due slot this process wins. Returns (new runs, replaced run ids).
 
-    One transaction for the batch; if the unique-slot safety net fires, the
-    batch is retried slot by slot so that only the offending slot is dropped.
+    A slot's run starts now if a worker is free for it, else it is recorded
+    `queued` and starts when one is. One transaction for the batch; if the
+    unique-slot safety net fires, the batch is retried slot by slot so that
+    only the offending slot is dropped.
     """
     due = list(Schedule.objects.due(now=now, task_names=tasks.runnable_names())[:limit])
     plans = []
@@ -107,7 +133,7 @@ def claim_due(
         return [], []
     try:
         with transaction.atomic():
-            return _claim_batch(plans, now, instance_id, local_in_flight)
+            return _claim_batch(plans, now, instance_id, local_in_flight, slots)
     except IntegrityError:
         runs: list[Run] = []
         replaced: list[int] = []
@@ -116,7 +142,7 @@ def claim_due(
                 run.pk = None
             try:
                 with transaction.atomic():
-                    won, gone = _claim_batch([plan], now, instance_id, local_in_flight)
+                    won, gone = _claim_batch([plan], now, instance_id, local_in_flight, slots)
             except IntegrityError:
                 logger.warning("slot %s of %s already has a run; skipped", plan[1], plan[0].code)
                 continue
@@ -125,7 +151,7 @@ def claim_due(
         return runs, replaced
 
 
-def _claim_batch(plans, now, instance_id, local_in_flight):
+def _claim_batch(plans, now, instance_id, local_in_flight, slots: WorkerSlots):
     won = _advance_won_slots(plans)
     if not won:
         return [], []
@@ -141,6 +167,11 @@ def _claim_batch(plans, now, instance_id, local_in_flight):
         first = planned[0]
         if first.status != RunStatus.SKIPPED and first.dispatch == Dispatch.INLINE:
             busy = in_flight.get(schedule.pk, 0) + local_in_flight.get(schedule.pk, 0)
+            skips = busy >= schedule.max_instances and schedule.overlap != "replace"
+            if not skips and not slots.take(schedule.task_name):
+                created += planned  # queued: starts when a worker is free
+                firsts.append(first)
+                continue
             replaced += _start_or_skip(
                 first, schedule, now=now, instance_id=instance_id, in_flight=busy
             )
@@ -150,6 +181,14 @@ def _claim_batch(plans, now, instance_id, local_in_flight):
         firsts.append(first)
     Run.objects.bulk_create(created)
     counters.tally(run for run in created if run.status == RunStatus.SKIPPED)
+    # A one-shot whose only slot passed its grace under misfire="skip" ran nothing and
+    # has no slot left: it is done (one that runs completes after its last attempt).
+    done = [s.pk for s, planned, _ in won if s.next_run_at is None and all(
+        run.status == RunStatus.SKIPPED for run in planned)]  # fmt: skip
+    if done:
+        Schedule.objects.filter(
+            pk__in=done, status=ScheduleStatus.ACTIVE, next_run_at__isnull=True
+        ).update(status=ScheduleStatus.COMPLETED)
     for run in created:
         if run.status == RunStatus.QUEUED:
             dispatch.enqueue(run)
@@ -220,29 +259,34 @@ def claim_queued(
     local_in_flight: dict[int, int],
     only: int | None = None,
     dispatch_kind: str = Dispatch.INLINE,
+    slots: WorkerSlots = UNLIMITED,
 ) -> tuple[list[Run], list[int]]:
-    """Claim queued runs (manual runs, retries) whose time has come.
+    """Claim queued runs (manual runs, retries) whose time has come, as workers allow.
 
     Schedulers claim the runs they execute themselves (`inline`); a worker
     claims the `enqueue` run its task names.
     """
-    queued = Run.objects.filter(
-        status=RunStatus.QUEUED, not_before__lte=now, dispatch=dispatch_kind
+    queued = _startable(
+        Run.objects.filter(status=RunStatus.QUEUED, not_before__lte=now, dispatch=dispatch_kind)
     )
     if only is not None:
         queued = queued.filter(pk=only)
-    ids = list(queued.order_by("not_before", "pk").values_list("pk", flat=True)[:limit])
+    # By the schedule's priority, then by time: a critical retry jumps the queue.
+    ordered = queued.order_by("-schedule__priority", "not_before", "pk")
+    candidates = ordered.values_list("pk", "task_name")[:limit]
     runs: list[Run] = []
     replaced: list[int] = []
-    for run_id in ids:
+    for run_id, task_name in candidates:
+        if not slots.take(task_name):
+            continue  # stays queued until a worker is free
         with transaction.atomic():
             run = Run.objects.select_related("schedule").filter(pk=run_id).first()
-            if run is None or run.status != RunStatus.QUEUED:
-                continue
-            mine = Run.objects.filter(pk=run_id, status=RunStatus.QUEUED).update(
+            mine = run is not None and run.status == RunStatus.QUEUED
+            mine = mine and Run.objects.filter(pk=run_id, status=RunStatus.QUEUED).update(
                 status=RunStatus.RUNNING, scheduler=instance_id, started_at=now
             )
-            if mine != 1:
+            if not mine:
+                slots.give_back(task_name)
                 continue
             schedule = run.schedule
             problem = _unrunnable(run, tasks)
@@ -259,15 +303,24 @@ def claim_queued(
                         not_before=now + CATCH_UP_RECHECK,
                     )
                     dispatch.enqueue(run, run_after=now + CATCH_UP_RECHECK)
+                    slots.give_back(task_name)
                     continue
                 replaced += _start_or_skip(
                     run, schedule, now=now, instance_id=instance_id, in_flight=in_flight
                 )
+            if run.status != RunStatus.RUNNING:
+                slots.give_back(task_name)
             run.save()
             if run.status == RunStatus.SKIPPED:
                 counters.tally([run])
             runs.append(run)
     return runs, replaced
+
+
+def _startable(runs):
+    """Queued runs leave out the retries, catch-ups of paused schedules: they wait (a
+    manual run is an operator's explicit ask, and runs whatever the status)."""
+    return runs.exclude(Q(schedule__status=ScheduleStatus.PAUSED) & ~Q(reason=RunReason.MANUAL))
 
 
 def _unrunnable(run: Run, tasks: Registry) -> str:
@@ -277,12 +330,17 @@ def _unrunnable(run: Run, tasks: Registry) -> str:
     return f"skipped: {refusal}" if refusal else ""
 
 
-def next_wakeup(*, tasks: Registry) -> datetime | None:
-    """The earliest instant anything becomes due: two indexed lookups."""
+def next_wakeup(*, tasks: Registry, include_queued: bool = True) -> datetime | None:
+    """The earliest instant anything becomes due: two indexed lookups.
+
+    Without `include_queued`, queued runs are left out: they wait for a worker,
+    and a finished run wakes the loop.
+    """
     slot = Schedule.objects.next_slot_at(task_names=tasks.runnable_names())
+    if not include_queued:
+        return slot
     queued = (
-        Run.objects.queued()
-        .filter(dispatch=Dispatch.INLINE)
+        _startable(Run.objects.queued().filter(dispatch=Dispatch.INLINE))
         .order_by("not_before")
         .values_list("not_before", flat=True)
         .first()

@@ -26,16 +26,18 @@ from ..conf import setting
 from ..events import publish_run
 from ..models import Run, RunStatus
 from ..registry import Registry, registry
-from ..signals import run_finished, run_started
 from . import claims, hints, instances, outcomes, retention
 from .clock import Clock, SystemClock
-from .executor import Executor, Outcome, context_for
+from .executor import Executor, Outcome, context_for, default_pool
+from .hooks import Hooks
 from .recorder import OutcomeRecorder
 
 logger = logging.getLogger(__name__)
 
 MAX_BACKOFF = 30.0
-PRUNE_EVERY = 50  # finished runs of a schedule between two prunes
+# While runs are in flight, how often to look for runs another process ended
+# (an operator's cancel, a replace): a cancel takes effect within this plus the kill grace.
+CANCEL_CHECK_INTERVAL = 0.5
 
 
 class Scheduler:
@@ -53,16 +55,21 @@ class Scheduler:
         self.tasks = tasks
         self.instance_id = instance_id or uuid.uuid4().hex[:16]
         self.host = socket.gethostname()
-        self.executor = executor or Executor(sync_workers=setting("SILLO_SYNC_WORKERS"))
+        self.executor = executor or Executor(
+            pool=default_pool(), sync_workers=setting("SILLO_SYNC_WORKERS")
+        )
         # One thread for the scheduler's own queries, apart from web requests and tasks.
         self._db_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sillo-db")
         self._wake = asyncio.Event()
         self._stopping = False
         self._started = False
         self.in_flight: dict[int, asyncio.Task] = {}
-        self._last: dict[str, datetime] = {}
-        self._finished_since_prune: dict[int, int] = {}
+        self._last: dict[str, float] = {}  # step -> monotonic time it last ran
+        self._prune_cursor = retention.Cursor()
         self.recorder = OutcomeRecorder(db=self.db, clock=self.clock)
+        self.hooks = Hooks()
+        # Runs are queued for want of a free worker: a finished run wakes the loop.
+        self._waiting_for_worker = False
         self.passes = 0
 
     # -------------------------------------------------------------- plumbing
@@ -74,10 +81,13 @@ class Scheduler:
     def wake(self) -> None:
         self._wake.set()
 
-    def _due(self, step: str, every: float, now: datetime) -> bool:
+    def _due(self, step: str, every: float, now: datetime | None = None) -> bool:
+        """Whether `every` seconds passed since `step` last ran, on the monotonic clock
+        (a wall clock that steps back must not stop heartbeats)."""
+        at = self.clock.monotonic()
         last = self._last.get(step)
-        if last is None or (now - last).total_seconds() >= every:
-            self._last[step] = now
+        if last is None or at - last >= every:
+            self._last[step] = at
             return True
         return False
 
@@ -99,7 +109,8 @@ class Scheduler:
             now=now,
             kind=self.kind,
         )
-        self._last["heartbeat"] = now
+        self._last["heartbeat"] = self.clock.monotonic()
+        await self.executor.start()
         self._started = True
         hints.register(self)
         logger.info("scheduler %s started on %s pid %s", self.instance_id, self.host, os.getpid())
@@ -145,7 +156,7 @@ class Scheduler:
             logger.info("waiting up to %.0fs for %d run(s)", grace, len(tasks))
             done, pending = await asyncio.wait(tasks, timeout=grace)
             for task in pending:
-                task.cancel()
+                task.cancel("scheduler shut down")
             if pending:
                 await asyncio.wait(pending)
         try:
@@ -154,7 +165,9 @@ class Scheduler:
             )
         except Exception:
             logger.exception("could not mark scheduler %s stopped", self.instance_id)
-        self.executor.shutdown()
+        await self.executor.shutdown()
+        await self.hooks.drain()
+        self.hooks.shutdown()
         self._db_pool.submit(connections.close_all)
         self._db_pool.shutdown(wait=True)
         logger.info("scheduler %s stopped", self.instance_id)
@@ -173,12 +186,19 @@ class Scheduler:
                 stale_after=setting("SILLO_STALE_AFTER"),
                 host=self.host,
             ):
+                self.hooks.finished(run, final=True)
                 await self._publish(run)
-            await self._notice_cancelled()
+        await self._notice_cancelled()
+        if self._due("prune", setting("SILLO_PRUNE_INTERVAL"), now):
+            await self._prune(now)
         if self._due("sync", setting("SILLO_RESYNC_INTERVAL"), now):
             await self.db(services.sync_code_defaults, tasks=self.tasks, now=now)
+            for name in sorted(self.tasks.duplicate_names()):
+                refusal = self.tasks.refusal(name)
+                logger.warning("%s: none of them runs until it is renamed", refusal)
 
         if not self._stopping:
+            slots = self._worker_slots()
             runs, replaced = await self.db(
                 claims.claim_due,
                 now=now,
@@ -187,9 +207,10 @@ class Scheduler:
                 limit=setting("SILLO_CLAIM_BATCH"),
                 max_catch_up=setting("SILLO_MAX_CATCH_UP"),
                 local_in_flight=self._local_in_flight(),
+                slots=slots,
             )
             # Due runs start before the queue is read: their slot is now.
-            self._cancel_local(replaced, "replaced by a newer run")
+            await self._cancel_local(replaced, "replaced by a newer run")
             for run in runs:
                 await self._launch_or_report(run)
             queued, replaced = await self.db(
@@ -199,21 +220,43 @@ class Scheduler:
                 tasks=self.tasks,
                 limit=setting("SILLO_CLAIM_BATCH"),
                 local_in_flight=self._local_in_flight(),
+                slots=slots,
             )
-            self._cancel_local(replaced, "replaced by a newer run")
+            await self._cancel_local(replaced, "replaced by a newer run")
             for run in queued:
                 await self._launch_or_report(run)
+            self._waiting_for_worker = slots.free == 0
+        if self.executor.pool is not None:
+            self.executor.pool.trim()
+        return await self._sleep_after_pass()
 
-        next_at = await self.db(claims.next_wakeup, tasks=self.tasks)
-        resync = setting("SILLO_RESYNC_INTERVAL")
-        if next_at is None:
-            return resync
-        return max(0.0, min(resync, (next_at - self.clock.now()).total_seconds()))
+    def _worker_slots(self) -> claims.WorkerSlots:
+        pool = self.executor.pool
+        if pool is None:
+            return claims.UNLIMITED
+        return claims.WorkerSlots(
+            pool.free_capacity(),
+            lambda name: self.executor.in_worker(self.tasks.get(name)),
+        )
+
+    async def _sleep_after_pass(self) -> float:
+        """Until the next slot or queued run (queued ones only if a worker is free),
+        the resync interval at most, and briefly while runs are in flight."""
+        next_at = await self.db(
+            claims.next_wakeup, tasks=self.tasks, include_queued=not self._waiting_for_worker
+        )
+        delay = min(setting("SILLO_RESYNC_INTERVAL"), setting("SILLO_POLL_INTERVAL"))
+        if next_at is not None:
+            delay = max(0.0, min(delay, (next_at - self.clock.now()).total_seconds()))
+        if self.in_flight:
+            delay = min(delay, CANCEL_CHECK_INTERVAL)
+        return delay
 
     async def wait_idle(self) -> None:
         """Wait until every run this scheduler launched has been recorded."""
         while self.in_flight:
             await asyncio.wait(list(self.in_flight.values()))
+        await self.hooks.drain()
 
     async def _heartbeat(self, now: datetime) -> None:
         if not await self.db(instances.heartbeat, instance_id=self.instance_id, now=now):
@@ -223,11 +266,15 @@ class Scheduler:
             await self.start()
 
     async def heartbeat_forever(self) -> None:
-        """Keep this instance alive between runs (workers have no passes)."""
+        """Keep this instance alive between runs, and stop runs that were cancelled
+        meanwhile (a django.tasks worker's runtime has no passes)."""
         while True:
-            await self.clock.wait(setting("SILLO_HEARTBEAT_INTERVAL"), asyncio.Event())
+            await self.clock.wait(CANCEL_CHECK_INTERVAL, asyncio.Event())
             try:
-                await self._heartbeat(self.clock.now())
+                now = self.clock.now()
+                if self._due("heartbeat", setting("SILLO_HEARTBEAT_INTERVAL"), now):
+                    await self._heartbeat(now)
+                await self._notice_cancelled()
             except Exception:
                 logger.exception("heartbeat of %s failed", self.instance_id)
 
@@ -243,7 +290,7 @@ class Scheduler:
             only=run_id,
             dispatch_kind=dispatch_kind,
         )
-        self._cancel_local(replaced, "replaced by a newer run")
+        await self._cancel_local(replaced, "replaced by a newer run")
         for run in runs:
             await self._launch_or_report(run)
         await self.wait_idle()
@@ -254,18 +301,28 @@ class Scheduler:
         if not ids:
             return
         alive = await self.db(outcomes.still_running, run_ids=ids)
-        self._cancel_local([i for i in ids if i not in alive], "ended by another process")
+        await self._cancel_local([i for i in ids if i not in alive], "ended by another process")
 
-    def _cancel_local(self, run_ids: list[int], why: str) -> None:
+    async def _cancel_local(self, run_ids: list[int], why: str) -> None:
+        """Stop these runs of this process and wait until they no longer execute.
+
+        A run in a worker is stopped with its worker, so a run started after
+        this (a replacement) never executes beside it.
+        """
+        stopping = []
         for run_id in run_ids:
             task = self.in_flight.get(run_id)
             if task is not None:
                 logger.info("cancelling run %s: %s", run_id, why)
                 task.cancel(why)
+                stopping.append(task)
+        if stopping:
+            await asyncio.wait(stopping)
 
     async def _launch_or_report(self, run: Run) -> None:
         if run.status != RunStatus.RUNNING:
-            await self._publish(run)  # skipped at claim time
+            self.hooks.finished(run, final=True)  # skipped at claim time (queued: no-op)
+            await self._publish(run)
             return
         task = asyncio.create_task(self._execute(run), name=f"run-{run.pk}")
         self.in_flight[run.pk] = task
@@ -276,14 +333,15 @@ class Scheduler:
         # its own recheck time, which the next sleep already honours; waking on
         # every finished run only cost an empty pass just before the next slot.
         self.in_flight.pop(run_id, None)
+        if self._waiting_for_worker:
+            self.wake()
 
     # -------------------------------------------------------------- a run
 
     async def _execute(self, run: Run) -> None:
         declaration = self.tasks.get(run.task_name)
         context = context_for(run, run.schedule)
-        if run_started.has_listeners(Run):
-            await self.db(_send_robust, signal=run_started, run=run)
+        self.hooks.started(run)
         await self._publish(run)
         try:
             outcome = await self.executor.execute(declaration, context)
@@ -291,34 +349,30 @@ class Scheduler:
             why = exc.args[0] if exc.args else "scheduler shut down"
             outcome = Outcome(RunStatus.CANCELLED, str(why))
         finished, retry = await self.recorder.record(run, outcome)
-        if finished is None:  # ended elsewhere (replaced, or marked interrupted)
+        if finished is None:  # ended elsewhere (replaced, cancelled, marked interrupted)
             ended = await self.db(Run.objects.filter(pk=run.pk).first)
             if ended is not None:
+                self.hooks.finished(ended, final=True)
                 await self._publish(ended)
             return
-        if run_finished.has_listeners(Run):
-            await self.db(_send_robust, signal=run_finished, run=finished)
+        self.hooks.finished(finished, final=retry is None)
         await self._publish(finished)
         if retry is not None:
             await self._publish(retry)
-        await self._maybe_prune(finished.schedule_id)
+            self.wake()  # the sleep is recomputed: the retry starts at its time
 
-    async def _maybe_prune(self, schedule_id: int | None) -> None:
-        if schedule_id is None:
-            return
-        count = self._finished_since_prune.get(schedule_id, 0) + 1
-        if count < PRUNE_EVERY:
-            self._finished_since_prune[schedule_id] = count
-            return
-        self._finished_since_prune[schedule_id] = 0
+    async def _prune(self, now: datetime) -> None:
+        """A bounded round of retention (every kind of run), on its own timer."""
         try:
             await self.db(
-                retention.prune_runs,
-                schedule_id=schedule_id,
+                retention.prune_pass,
                 keep=setting("SILLO_RUNS_PER_SCHEDULE"),
+                max_age_days=setting("SILLO_RUNS_MAX_AGE_DAYS"),
+                now=now,
+                cursor=self._prune_cursor,
             )
         except Exception:
-            logger.exception("pruning runs of schedule %s failed", schedule_id)
+            logger.exception("pruning runs failed; trying again at the next round")
 
     async def _publish(self, run: Run) -> None:
         await publish_run(run)
@@ -331,9 +385,3 @@ def _db_call(fn: Callable[..., Any], kwargs: dict) -> Any:
         # A broken connection is reopened by the next query.
         connection.close()
         raise
-
-
-def _send_robust(*, signal, run: Run) -> None:
-    for receiver, result in signal.send_robust(sender=Run, run=run):
-        if isinstance(result, Exception):
-            logger.error("run signal receiver %r failed: %r", receiver, result)

@@ -1,14 +1,16 @@
-"""Executing one run: the task function through the middleware pipeline.
+"""Executing one run: the task function through the run pipeline, in a worker or inline.
 
-Async tasks run on the event loop, sync tasks in a bounded thread pool. The
-outcome (succeeded, failed, timed out, skipped, cancelled) is classified here;
+The pipeline (timeout, retry, logging, a task's own middleware) runs here in
+the scheduler; the task body runs in a worker process (`isolation="process"`,
+the default) or, for tasks declared `isolation="inline"`, in this process:
+async bodies on the event loop, sync bodies in a thread pool. The outcome
+(succeeded, failed, timed out, skipped, cancelled) is classified here;
 recording it is the caller's business.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 import traceback as tb
 from collections.abc import Callable
@@ -23,7 +25,9 @@ from django.utils.module_loading import import_string
 from ..conf import setting
 from ..models import Run, RunStatus, Schedule
 from ..registry import TaskDeclaration
+from .child import describe_exception, jsonable
 from .pipeline import Middleware, RunContext, RunSkipped, RunTimedOut, build_pipeline
+from .pool import PoolLimits, Worker, WorkerDied, WorkerPool
 
 
 @dataclass
@@ -33,6 +37,15 @@ class Outcome:
     traceback: str = ""
     result: Any = None
     retry_in: float | None = None
+
+
+class TaskFailed(Exception):
+    """The task body failed (in a worker, or inline with a BaseException): error and traceback."""
+
+    def __init__(self, error: str, traceback: str = "") -> None:
+        super().__init__(error)
+        self.error = error
+        self.traceback = traceback
 
 
 def global_middleware() -> list[Middleware]:
@@ -50,7 +63,7 @@ def context_for(run: Run, schedule: Schedule) -> RunContext:
         max_attempts=schedule.max_attempts,
         retry_delay=schedule.retry_delay,
         max_retry_delay=setting("SILLO_MAX_RETRY_DELAY"),
-        timeout=schedule.timeout,
+        timeout=schedule.effective_timeout,
         reason=run.reason,
         slot=run.slot,
     )
@@ -59,31 +72,67 @@ def context_for(run: Run, schedule: Schedule) -> RunContext:
 def _call_sync(func: Callable[..., Any], kwargs: dict) -> Any:
     try:
         return func(**kwargs)
+    except Exception:
+        raise
+    except BaseException as exc:  # SystemExit in a thread would surface in the loop
+        raise TaskFailed(describe_exception(exc), tb.format_exc()) from None
     finally:
         # The task may have used the ORM in this pool thread.
         close_old_connections()
 
 
 class Executor:
-    """Runs tasks; knows the thread pool and which sync threads outlived a timeout."""
+    """Runs tasks: worker processes by default, inline for tasks that ask for it.
 
-    def __init__(self, *, sync_workers: int, middleware: list[Middleware] | None = None) -> None:
-        self.pool = ThreadPoolExecutor(max_workers=sync_workers, thread_name_prefix="sillo-task")
+    Without a pool every task runs inline (the scheduler's unit tests do so).
+    """
+
+    def __init__(
+        self,
+        *,
+        pool: WorkerPool | None,
+        sync_workers: int,
+        middleware: list[Middleware] | None = None,
+    ) -> None:
+        self.pool = pool
+        self.threads = ThreadPoolExecutor(max_workers=sync_workers, thread_name_prefix="sillo-task")
         self.middleware = global_middleware() if middleware is None else middleware
-        # schedule id -> sync threads still running after their run timed out
+        # schedule id -> inline sync threads still running after their run timed out
         self.lingering: dict[int, int] = {}
         self._lock = threading.Lock()  # pool threads release, the loop counts
 
+    def in_worker(self, declaration: TaskDeclaration | None) -> bool:
+        return self.pool is not None and (declaration is None or declaration.isolation == "process")
+
     async def execute(self, declaration: TaskDeclaration, context: RunContext) -> Outcome:
+        # The worker is acquired before the pipeline, so a run's timeout counts its body,
+        # not the wait for a worker to start.
+        worker: Worker | WorkerDied | None = None
+        if self.in_worker(declaration):
+            try:
+                worker = await self.pool.acquire()
+            except WorkerDied as exc:
+                worker = exc  # the run fails inside the pipeline, so retries apply
         handler = build_pipeline(
-            self._innermost(declaration), context, [*self.middleware, *declaration.middleware]
+            self._innermost(declaration, worker),
+            context,
+            [*self.middleware, *declaration.middleware],
         )
+        try:
+            return await self._outcome(handler, context)
+        finally:
+            if isinstance(worker, Worker):
+                self.pool.release(worker)  # a run the pipeline skipped never used it
+
+    async def _outcome(self, handler, context: RunContext) -> Outcome:
         try:
             result = await handler(context)
         except RunTimedOut as exc:
             return Outcome(RunStatus.TIMED_OUT, str(exc), retry_in=context.retry_in)
         except RunSkipped as exc:
             return Outcome(RunStatus.SKIPPED, str(exc))
+        except TaskFailed as exc:
+            return Outcome(RunStatus.FAILED, exc.error, exc.traceback, retry_in=context.retry_in)
         except Exception as exc:
             return Outcome(
                 RunStatus.FAILED,
@@ -91,19 +140,26 @@ class Executor:
                 tb.format_exc(),
                 retry_in=context.retry_in,
             )
-        return Outcome(RunStatus.SUCCEEDED, result=_jsonable(result))
+        return Outcome(RunStatus.SUCCEEDED, result=jsonable(result, _result_limit()))
 
-    def _innermost(self, declaration: TaskDeclaration):
+    def _innermost(self, declaration: TaskDeclaration, worker: Worker | WorkerDied | None):
+        if worker is not None:
+            return partial(self._call_in_worker, declaration.name, worker)
         func = declaration.func
         if declaration.is_async:
 
             async def call_async(run: RunContext) -> Any:
-                return await func(**run.kwargs)
+                try:
+                    return await func(**run.kwargs)
+                except (Exception, asyncio.CancelledError):
+                    raise
+                except BaseException as exc:  # SystemExit must not end the scheduler
+                    raise TaskFailed(describe_exception(exc), tb.format_exc()) from None
 
             return call_async
 
         async def call_sync(run: RunContext) -> Any:
-            future = self.pool.submit(_call_sync, func, run.kwargs)
+            future = self.threads.submit(_call_sync, func, run.kwargs)
             try:
                 return await asyncio.wrap_future(future)
             except asyncio.CancelledError:
@@ -113,8 +169,23 @@ class Executor:
 
         return call_sync
 
+    async def _call_in_worker(
+        self, task_name: str, worker: Worker | WorkerDied, run: RunContext
+    ) -> Any:
+        if isinstance(worker, WorkerDied):
+            raise TaskFailed(str(worker))
+        try:
+            reply = await self.pool.run_on(
+                worker, task_name, run.kwargs, result_limit=_result_limit()
+            )
+        except WorkerDied as exc:
+            raise TaskFailed(str(exc)) from None
+        if not reply["ok"]:
+            raise TaskFailed(reply["error"], reply["traceback"])
+        return reply["result"]
+
     def _linger(self, schedule_id: int, future: Future) -> None:
-        """A timed-out sync thread keeps its slot occupied until it returns."""
+        """A timed-out inline sync thread keeps its slot occupied until it returns."""
         with self._lock:
             self.lingering[schedule_id] = self.lingering.get(schedule_id, 0) + 1
         future.add_done_callback(partial(self._release, schedule_id))
@@ -131,18 +202,29 @@ class Executor:
         with self._lock:
             return dict(self.lingering)
 
-    def shutdown(self) -> None:
-        self.pool.shutdown(wait=False, cancel_futures=True)
+    async def start(self) -> None:
+        if self.pool is not None:
+            await self.pool.start()
+
+    async def shutdown(self) -> None:
+        self.threads.shutdown(wait=False, cancel_futures=True)
+        if self.pool is not None:
+            await self.pool.close()
 
 
-def _jsonable(result: Any) -> Any:
-    """The result as JSON, truncated to SILLO_RESULT_MAX_CHARS; repr() if not JSON."""
-    limit = setting("SILLO_RESULT_MAX_CHARS")
-    try:
-        text = json.dumps(result)
-    except (TypeError, ValueError):
-        text = json.dumps(repr(result))
-        result = repr(result)
-    if len(text) > limit:
-        return {"truncated": True, "preview": text[:limit]}
-    return result
+def _result_limit() -> int:
+    return setting("SILLO_RESULT_MAX_CHARS")
+
+
+def default_pool() -> WorkerPool:
+    """A pool with the limits from settings."""
+    return WorkerPool(
+        PoolLimits(
+            min_workers=setting("SILLO_MIN_WORKERS"),
+            max_workers=setting("SILLO_MAX_WORKERS"),
+            max_runs=setting("SILLO_WORKER_MAX_RUNS"),
+            max_memory_mb=setting("SILLO_WORKER_MAX_MEMORY_MB"),
+            idle_timeout=setting("SILLO_WORKER_IDLE_TIMEOUT"),
+            kill_grace=setting("SILLO_KILL_GRACE"),
+        )
+    )

@@ -1,18 +1,38 @@
-"""Scheduler instances: registering, heartbeats, and recovering the runs of dead ones."""
+"""Scheduler instances: registering, heartbeats, and recovering the runs of dead ones.
+
+Heartbeats are written, and compared, with the database's clock (`Now()`), so
+a host whose clock jumps or runs minutes ahead never makes a live peer look
+dead, and never looks dead itself.
+"""
 
 from __future__ import annotations
 
 import logging
 import os
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.db import transaction
+from django.db.models.functions import Now
 
 from ..alerts import record as alerts
-from ..models import Run, RunStatus, SchedulerInstance
+from ..models import Run, RunStatus, SchedulerInstance, stale_before
 from .outcomes import record_on_schedules
 
 logger = logging.getLogger(__name__)
+
+
+def this_node() -> str:
+    """Which kernel and pid namespace this process lives in: a pid means the same
+    process only to peers with the same node (containers may share a host name)."""
+    try:
+        boot = open("/proc/sys/kernel/random/boot_id").read().strip()  # noqa: SIM115
+        namespace = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return ""
+    return f"{boot}:{namespace}"[:100]
+
+
+NODE = this_node()
 
 
 def register_instance(
@@ -20,26 +40,22 @@ def register_instance(
 ) -> None:
     SchedulerInstance.objects.update_or_create(
         id=instance_id,
-        defaults={"host": host, "pid": pid, "kind": kind, "heartbeat_at": now, "stopped_at": None},
-        create_defaults={
-            "host": host,
-            "pid": pid,
-            "kind": kind,
-            "started_at": now,
-            "heartbeat_at": now,
-        },
-    )
+        defaults={"host": host, "pid": pid, "kind": kind, "node": NODE, "heartbeat_at": Now(),
+                  "stopped_at": None},
+        create_defaults={"host": host, "pid": pid, "kind": kind, "node": NODE,
+                         "started_at": Now(), "heartbeat_at": Now()},
+    )  # fmt: skip
 
 
-def heartbeat(*, instance_id: str, now: datetime) -> int:
-    """Refresh the heartbeat; 0 if the record is gone (the caller registers again)."""
+def heartbeat(*, instance_id: str, now: datetime | None = None) -> int:
+    """Refresh the heartbeat (database clock); 0 if the record is gone (register again)."""
     return SchedulerInstance.objects.filter(id=instance_id, stopped_at__isnull=True).update(
-        heartbeat_at=now
+        heartbeat_at=Now()
     )
 
 
-def stop_instance(*, instance_id: str, now: datetime) -> None:
-    SchedulerInstance.objects.filter(id=instance_id).update(stopped_at=now, heartbeat_at=now)
+def stop_instance(*, instance_id: str, now: datetime | None = None) -> None:
+    SchedulerInstance.objects.filter(id=instance_id).update(stopped_at=Now(), heartbeat_at=Now())
 
 
 def _pid_exists(pid: int) -> bool:
@@ -55,15 +71,17 @@ def _pid_exists(pid: int) -> bool:
 def recover_crashed(*, now: datetime, stale_after: float, host: str) -> list[Run]:
     """Mark dead schedulers stopped and their running runs interrupted.
 
-    Dead: heartbeat older than `stale_after`, or (on this host) a pid that no
-    longer exists, so a restart after a crash recovers at once.
+    Dead: a heartbeat older than `stale_after` by the database's clock, or, on
+    this node (same kernel and pid namespace), a pid that no longer exists, so
+    a restart after a crash recovers at once.
     """
-    stale = now - timedelta(seconds=stale_after)
     candidates = SchedulerInstance.objects.filter(stopped_at__isnull=True)
+    stale = set(candidates.filter(stale_before(stale_after)).values_list("id", flat=True))
     dead = [
         inst.id
         for inst in candidates
-        if inst.heartbeat_at < stale or (inst.host == host and not _pid_exists(inst.pid))
+        if inst.id in stale
+        or (NODE and inst.node == NODE and inst.host == host and not _pid_exists(inst.pid))
     ]
     if dead:
         SchedulerInstance.objects.filter(id__in=dead).update(stopped_at=now)

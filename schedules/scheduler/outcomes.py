@@ -61,6 +61,7 @@ def finish_runs(*, items: list[tuple[Run, dict]], now: datetime) -> list[tuple]:
                 retry.kwargs = run.kwargs
                 retry.not_before = now + timedelta(seconds=outcome["retry_in"])
                 retry.requested_by_id = run.requested_by_id
+                retry.parent_id = run.pk
                 retry.dispatch = run.dispatch
                 retries.append(retry)
                 retried.add(run.pk)

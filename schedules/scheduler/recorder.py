@@ -19,7 +19,7 @@ from .executor import Outcome
 logger = logging.getLogger(__name__)
 
 BATCH = 500
-WRITE_TRIES = 6
+LONGEST_PAUSE = 10.0  # seconds between tries while the database refuses outcomes
 
 DbCall = Callable[..., Awaitable[Any]]
 
@@ -47,20 +47,25 @@ class OutcomeRecorder:
         while self._pending:
             batch, self._pending = self._pending[:BATCH], self._pending[BATCH:]
             items = [(run, vars(outcome)) for run, outcome, _ in batch]
-            results = None
-            for attempt in range(WRITE_TRIES):
+            attempt = 0
+            # An outcome is never dropped: it is kept (memory holds one per run that
+            # finished, so it is bounded by the runs in flight) until the database
+            # takes it, however long an outage lasts.
+            while True:
                 try:
                     results = await self._db(
                         outcomes.finish_runs, items=items, now=self._clock.now()
                     )
                     break
                 except Exception:
-                    logger.exception("could not record %d run(s) (try %d)", len(batch), attempt + 1)
+                    attempt += 1
+                    if attempt == 1:
+                        logger.exception("could not record %d run(s) (try 1)", len(batch))
+                    else:
+                        logger.warning("could not record %d run(s) (try %d)", len(batch), attempt)
                     # Its own event, not the scheduler's wake: a new slot must not
                     # cut the database's breather short.
-                    await self._clock.wait(min(2**attempt, 10), asyncio.Event())
-            for (_, _, done), result in zip(
-                batch, results or [(None, None)] * len(batch), strict=True
-            ):
+                    await self._clock.wait(min(2 ** (attempt - 1), LONGEST_PAUSE), asyncio.Event())
+            for (_, _, done), result in zip(batch, results, strict=True):
                 if not done.done():
                     done.set_result(result)

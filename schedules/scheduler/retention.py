@@ -1,18 +1,79 @@
-"""Retention: each schedule keeps its newest runs, older ones are deleted in batches."""
+"""Retention: every kind of run is pruned, on a timer, in bounded batches.
+
+Each schedule keeps its newest SILLO_RUNS_PER_SCHEDULE finished runs (skipped
+ones included), runs of deleted schedules are kept the same way per schedule
+code, and with SILLO_RUNS_MAX_AGE_DAYS finished runs older than that go too.
+A pass deletes at most `budget` rows and visits a bounded number of
+schedules, resuming where the previous pass stopped, so pruning never holds
+the scheduler's database thread for long, whatever the size of the log.
+"""
 
 from __future__ import annotations
 
-from ..models import FINISHED, Run
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db.models import Count
+
+from ..models import FINISHED, Run, Schedule
+
+SCHEDULES_PER_PASS = 200
 
 
-def prune_runs(*, schedule_id: int, keep: int) -> int:
-    """Delete finished runs beyond the newest `keep` of a schedule."""
-    old = list(
-        Run.objects.filter(schedule_id=schedule_id, status__in=FINISHED)
-        .order_by("-queued_at", "-pk")
-        .values_list("pk", flat=True)[keep : keep + 5000]
+@dataclass
+class Cursor:
+    """Where the next pass resumes: the last schedule id visited."""
+
+    after: int = 0
+
+
+def prune_runs(*, schedule_id: int, keep: int, budget: int = 5000) -> int:
+    """Delete up to `budget` finished runs beyond the newest `keep` of a schedule."""
+    runs = Run.objects.filter(schedule_id=schedule_id, status__in=FINISHED)
+    return _delete_beyond(runs, keep, budget)
+
+
+def prune_pass(
+    *, keep: int, max_age_days: float | None, now: datetime, cursor: Cursor, budget: int = 5000
+) -> int:
+    """One bounded round of pruning; returns the rows deleted."""
+    deleted = 0
+    if max_age_days:
+        old = Run.objects.filter(
+            status__in=FINISHED, queued_at__lt=now - timedelta(days=max_age_days)
+        )
+        deleted += _delete(old.order_by("pk").values_list("pk", flat=True)[:budget])
+    ids = list(
+        Schedule.objects.filter(pk__gt=cursor.after)
+        .order_by("pk")
+        .values_list("pk", flat=True)[:SCHEDULES_PER_PASS]
     )
-    if not old:
+    cursor.after = ids[-1] if len(ids) == SCHEDULES_PER_PASS else 0  # wrap at the end
+    for schedule_id in ids:
+        if deleted >= budget:
+            break
+        deleted += prune_runs(schedule_id=schedule_id, keep=keep, budget=budget - deleted)
+    # Runs of deleted schedules: kept per schedule code, as their schedule kept them.
+    orphaned = Run.objects.filter(schedule__isnull=True, status__in=FINISHED)
+    crowded = (
+        orphaned.values("schedule_code").annotate(n=Count("pk")).filter(n__gt=keep)
+    ).values_list("schedule_code", flat=True)[:SCHEDULES_PER_PASS]
+    for code in crowded:
+        if deleted >= budget:
+            break
+        runs = orphaned.filter(schedule_code=code)
+        deleted += _delete_beyond(runs, keep, budget - deleted)
+    return deleted
+
+
+def _delete_beyond(runs, keep: int, budget: int) -> int:
+    old = runs.order_by("-queued_at", "-pk").values_list("pk", flat=True)[keep : keep + budget]
+    return _delete(old)
+
+
+def _delete(pks) -> int:
+    pks = list(pks)
+    if not pks:
         return 0
-    deleted, _ = Run.objects.filter(pk__in=old).delete()
+    deleted, _ = Run.objects.filter(pk__in=pks).delete()
     return deleted

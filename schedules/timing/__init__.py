@@ -10,7 +10,7 @@ from __future__ import annotations
 from .base import Trigger
 from .cron import Cron
 from .errors import InvalidTrigger
-from .preview import own_zone, preview_times
+from .preview import display_zone, own_zone, preview_times
 from .triggers import Compound, Date, Interval, instant_from_text, trigger_from_spec
 from .zones import get_zone
 
@@ -21,6 +21,7 @@ __all__ = [
     "Interval",
     "InvalidTrigger",
     "Trigger",
+    "display_zone",
     "get_zone",
     "instant_from_text",
     "own_zone",

@@ -24,6 +24,11 @@ def preview_times(
     return [(t.astimezone(zone), t.astimezone(other)) for t in trigger.preview(count, after)]
 
 
+def display_zone(trigger: Trigger) -> str:
+    """The zone name a schedule shows times in when none is chosen: its cron's, else UTC."""
+    return getattr(trigger, "tz", "UTC")
+
+
 def own_zone(trigger: Trigger, default: tzinfo) -> tzinfo:
     """The zone a trigger is written in (a cron's or a date's), else `default`."""
     return getattr(trigger, "zone", None) or default

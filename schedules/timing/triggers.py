@@ -90,6 +90,23 @@ class Interval(Trigger):
             offset += draw % (self._jitter_us + 1)
         return self.anchor + timedelta(microseconds=offset)
 
+    def slots_between(
+        self, first: datetime, until: datetime, *, keep: int, cap: int = 10_000
+    ) -> tuple[int, list[datetime]]:
+        """Counted, not walked: a day of one-second slots costs what one slot does."""
+        first_utc, until_utc = to_utc(first), to_utc(until)
+        low = max(0, (first_utc - self.anchor) // ONE_MICROSECOND // self._every_us)
+        if self.slot(low) < first_utc:
+            low += 1  # jitter is below `every`: the first slot is k or k + 1
+        high = (until_utc - self.anchor) // ONE_MICROSECOND // self._every_us
+        if high < 0:
+            return 0, []
+        if self.slot(high) > until_utc:
+            high -= 1
+        count = max(0, high - low + 1)
+        latest = [self.slot(k) for k in range(max(low, high - keep + 1), high + 1)]
+        return count, latest
+
     def iter_fires(self, after: datetime) -> Iterator[datetime]:
         after_utc = to_utc(require_aware(after, "after"))
         elapsed_us = (after_utc - self.anchor) // ONE_MICROSECOND

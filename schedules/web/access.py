@@ -6,7 +6,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 
-from ..models import Schedule
+from ..models import Run, Schedule
 
 VIEW = "schedules.view_schedule"
 OPERATE = "schedules.operate_schedule"
@@ -26,6 +26,14 @@ def schedule_for(request: HttpRequest, pk: int, perm: str = VIEW) -> Schedule:
     schedule = get_object_or_404(Schedule, pk=pk)
     require(request, perm)
     return schedule
+
+
+def run_for(request: HttpRequest, pk: int, perm: str = VIEW) -> Run:
+    """The run, if the user may view runs and has `perm`: 404 unknown, 403 not allowed."""
+    require(request, VIEW)
+    run = get_object_or_404(Run, pk=pk)
+    require(request, perm)
+    return run
 
 
 def abilities(user) -> dict[str, bool]:

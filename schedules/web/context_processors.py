@@ -4,9 +4,11 @@ header's count of open incidents."""
 from __future__ import annotations
 
 from django.http import HttpRequest
+from django.utils import timezone
 
 from ..models import Incident, Schedule, SchedulerInstance
 from ..registry import registry
+from ..selectors import runs_waiting_for_a_worker
 from .access import VIEW
 
 
@@ -14,10 +16,17 @@ def banners(request: HttpRequest) -> dict:
     if not request.user.is_authenticated or request.headers.get("HX-Request"):
         return {}
     found = []
-    if not SchedulerInstance.objects.alive().exists():
+    alive = SchedulerInstance.objects.alive().exists()
+    if not alive:
         found.append(
             ("danger", "No scheduler is running: nothing fires, and runs you start stay queued. "
              "Start one with `manage.py runscheduler`.")
+        )  # fmt: skip
+    waiting = runs_waiting_for_a_worker(now=timezone.now()) if alive else 0
+    if waiting:
+        found.append(
+            ("warning", f"{waiting} run(s) waiting for a worker: every worker process is busy "
+             "(SILLO_MAX_WORKERS). They start as workers free up.")
         )  # fmt: skip
     duplicates = sorted(registry.duplicate_names())
     if duplicates:

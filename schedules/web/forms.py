@@ -8,6 +8,7 @@ from zoneinfo import available_timezones
 
 from django import forms
 
+from ..choices import priority_value
 from ..models import Schedule
 from ..registry import OPTION_NAMES, registry
 
@@ -21,6 +22,8 @@ class ScheduleForm(forms.ModelForm):
         help_text="A JSON object: the keyword arguments the task receives.",
     )
     task_name = forms.ChoiceField(choices=())
+    # The version the operator opened: saving onto a newer one is refused (see schedule_update).
+    opened_version = forms.IntegerField(widget=forms.HiddenInput, required=False)
 
     class Meta:
         model = Schedule
@@ -35,11 +38,18 @@ class ScheduleForm(forms.ModelForm):
         self.fields["task_name"].choices = [(n, n) for n in names]
         if self.instance.pk:
             self.fields["code"].disabled = True
+            self.initial.setdefault("opened_version", self.instance.version)
             self.initial["kwargs"] = json.dumps(self.instance.kwargs, indent=2, ensure_ascii=False)
         else:
             self.initial.setdefault("kwargs", "{}")
         # Older clients and scripts post no dispatch: the model's default applies.
         self.fields["dispatch"].required = False
+        self.fields["priority"] = forms.CharField(
+            required=False,
+            initial=self.initial.get("priority", self.instance.priority),
+            help_text="An integer, or low, normal, high, critical: higher starts first "
+            "among queued runs.",
+        )
         self.fields["tz"].widget = forms.TextInput(attrs={"list": "zones"})
         self.fields["tz"].required = False
         self.fields["tz"].help_text = "Zone to show times in; empty: the trigger's zone."
@@ -51,6 +61,12 @@ class ScheduleForm(forms.ModelForm):
         if tz and tz not in ZONES and tz != "UTC":
             raise forms.ValidationError(f"unknown time zone '{tz}'")
         return tz
+
+    def clean_priority(self) -> int:
+        try:
+            return priority_value(self.cleaned_data.get("priority") or 0)
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from None
 
     def clean_dispatch(self) -> str:
         return self.cleaned_data.get("dispatch") or Schedule._meta.get_field("dispatch").default

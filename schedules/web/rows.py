@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..defaults import is_default_record
 from ..flags import Flag, describe
-from ..models import Run, Schedule, ScheduleStatus
+from ..models import Run, Schedule
 from ..registry import Registry, registry
 from ..selectors import active_runs
-from ..services import TRANSITIONS
+from ..services import allowed_verbs
 from .access import abilities
 
 
@@ -39,16 +40,9 @@ def build_rows(schedules: list[Schedule], user, tasks: Registry = registry) -> l
         text, flags = describe(schedule, tasks)
         actions = []
         if can["can_operate"]:
-            if ScheduleStatus.PAUSED in TRANSITIONS[schedule.status]:
-                actions.append("pause")
-            if schedule.status == ScheduleStatus.PAUSED:
-                actions.append("resume")
-            if ScheduleStatus.CANCELLED in TRANSITIONS[schedule.status]:
-                actions.append("cancel")
-        if can["can_change"]:
-            declaration = tasks.get(schedule.task_name)
-            if declaration is not None and declaration.default_trigger is not None:
-                actions.append("reset")
+            actions += allowed_verbs(schedule.status)
+        if can["can_change"] and is_default_record(schedule, tasks):
+            actions.append("reset")
         if can["can_delete"]:
             actions.append("delete")
         in_flight = running.get(schedule.pk, 0)

@@ -75,7 +75,7 @@ def test_create_a_cron_schedule(client, editor) -> None:
         ({"kwargs": "{oops"}, "not valid JSON"),
         ({"kwargs": "[1, 2]"}, "must be a JSON object"),
         ({"task_name": "test.fail", "kwargs": '{"nope": 1}'}, "does not fit test.fail"),
-        ({"code": "has spaces"}, "Enter a valid “slug”"),
+        ({"code": "has spaces"}, "Use letters, digits and . _ : - only"),
         ({"t-kind": "interval", "t-every": "0", "t-unit": "minutes"}, "every must be positive"),
         ({"t-kind": "all", "t-count": "0"}, "needs at least one trigger inside"),
     ],
@@ -171,7 +171,7 @@ def test_the_tasks_page_lists_declarations(client, editor) -> None:
 def test_create_from_a_task_prefills_it(client, editor) -> None:
     client.force_login(editor)
     html = client.get("/schedules/new/?task=test.every_hour").content.decode()
-    assert 'value="test-every_hour"' in html
+    assert 'value="test.every_hour"' in html  # a task name is a valid code
     assert 'name="t-every" value="1"' in html and "<option selected>hours</option>" in html
 
 
@@ -204,3 +204,40 @@ def test_admin_actions_call_the_services(client, owner) -> None:
     assert Run.objects.get().reason == "manual"
     assert client.get(f"/admin/schedules/run/{Run.objects.get().pk}/change/").status_code == 200
     assert json.dumps(schedule.trigger)
+
+
+def test_an_edit_onto_a_changed_schedule_is_refused_with_the_difference(client, editor) -> None:
+    schedule = make_schedule("shared", "test.echo", every(60))
+    client.force_login(editor)
+    page = client.get(f"/schedules/{schedule.pk}/edit/").content.decode()
+    assert 'name="opened_version" value="1"' in page
+    Schedule.objects.filter(pk=schedule.pk).update(max_attempts=5, version=2)  # another editor
+    form = {
+        "task_name": "test.echo", "kwargs": "{}", "tz": "", "max_attempts": "2",
+        "retry_delay": "10", "max_instances": "1", "overlap": "skip", "misfire": "skip",
+        "misfire_grace": "60", "priority": "0", "dispatch": "inline", "opened_version": "1",
+        "t-kind": "interval", "t-every": "1", "t-unit": "minutes", "t-jitter": "0",
+    }  # fmt: skip
+    response = client.post(f"/schedules/{schedule.pk}/edit/", form)
+    assert response.status_code == 409
+    assert "changed by someone else since you opened it" in response.content.decode()
+    assert "max_attempts: now 5, yours 2" in response.content.decode()
+    schedule.refresh_from_db()
+    assert schedule.max_attempts == 5
+
+
+def test_an_edit_saves_only_what_changed_and_never_rewinds_a_claimed_slot(editor) -> None:
+    from datetime import timedelta
+
+    from schedules import services
+
+    schedule = make_schedule("claimed", "test.echo", every(60))
+    loaded = Schedule.objects.get(pk=schedule.pk)  # the operator opens the form
+    moved = loaded.next_run_at + timedelta(minutes=1)
+    Schedule.objects.filter(pk=schedule.pk).update(next_run_at=moved, run_count=7)  # a claim
+    services.schedule_update(
+        schedule=loaded, trigger=loaded.trigger, max_attempts=3, expected_version=loaded.version
+    )
+    schedule.refresh_from_db()
+    assert (schedule.next_run_at, schedule.run_count, schedule.max_attempts) == (moved, 7, 3)
+    assert schedule.version == 2

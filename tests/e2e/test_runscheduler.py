@@ -6,12 +6,14 @@ These wait real seconds (a few each): they are the only tests that do.
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
 import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from .conftest import free_port
+from .conftest import ROOT, free_port
 
 pytestmark = pytest.mark.slow
 
@@ -183,3 +185,40 @@ def test_once_runs_one_pass_and_exits(site) -> None:
     output = site.manage("runscheduler", "--once")
     assert "one pass: 1 run(s) started and finished" in output
     assert site.query("SELECT status, reason FROM schedules_run") == [("succeeded", "manual")]
+
+
+def test_run_wait_follows_the_retries_to_the_final_outcome(site) -> None:
+    site.schedule(
+        "flaky", "test.fail", {"kind": "interval", "every": 3600}, max_attempts=3, retry_delay=0.2
+    )
+    process = site.start()
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "manage.py"), "schedules", "run", "flaky", "--wait"],
+        env=site.env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 1
+    lines = result.stdout.strip().splitlines()
+    assert [line.split()[2] for line in lines] == ["failed"] * 3
+    assert "(attempt 1; retrying)" in lines[0] and "(attempt 2; retrying)" in lines[1]
+    assert "attempt 3" in lines[2]
+    assert f"run #{lines[2].split()[0][1:]} ended failed" in result.stderr
+    assert site.stop(process) == 0
+
+
+def test_a_run_queued_from_another_process_starts_within_a_second_without_redis(site) -> None:
+    """Nothing else is scheduled: only the poll can bring it, and the retry after it."""
+    site.schedule(
+        "alone", "test.fail", {"kind": "interval", "every": 3600}, max_attempts=2, retry_delay=1
+    )
+    process = site.start()
+    site.wait_for("SELECT 1 FROM schedules_schedulerinstance")
+    time.sleep(1.5)  # the scheduler is asleep with nothing due
+    site.manage("schedules", "run", "alone")
+    site.wait_for("SELECT 1 FROM schedules_run WHERE attempt = 2 AND status = 'failed'")
+    assert site.stop(process) == 0
+    (first, retry) = site.query(
+        "SELECT queued_at, started_at, finished_at FROM schedules_run ORDER BY attempt"
+    )
+    assert (parse(first[1]) - parse(first[0])).total_seconds() < 1.2
+    # The retry starts at its delay after the failure, not at a later poll or resync.
+    assert 0.9 < (parse(retry[1]) - parse(first[2])).total_seconds() < 1.2

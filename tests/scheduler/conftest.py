@@ -6,7 +6,7 @@ import pytest
 
 from schedules.registry import registry
 from schedules.scheduler.engine import Scheduler
-from tests.factories import FakeClock
+from tests.factories import FakeClock, inline_executor
 from tests.taskapp import tasks as test_tasks
 
 
@@ -17,7 +17,7 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 async def scheduler(clock: FakeClock, transactional_db):
-    instance = Scheduler(clock=clock, tasks=registry)
+    instance = Scheduler(clock=clock, tasks=registry, executor=inline_executor())
     await instance.start()
     yield instance
     for gate in test_tasks.async_gates.values():

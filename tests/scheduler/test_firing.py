@@ -6,9 +6,10 @@ import asyncio
 from datetime import timedelta
 
 import pytest
+from asgiref.sync import sync_to_async
 
-from schedules.models import RunReason, RunStatus, Schedule
-from tests.factories import T0, create, every, reload, runs_of
+from schedules.models import Run, RunReason, RunStatus, Schedule
+from tests.factories import T0, create, every, inline_executor, reload, runs_of, schedule_of
 
 
 async def test_a_due_slot_fires_once_and_moves_to_the_next_slot(scheduler, clock) -> None:
@@ -42,8 +43,35 @@ async def test_nothing_runs_before_its_slot(scheduler, clock) -> None:
 
 async def test_sleep_is_capped_by_the_resync_interval(scheduler, clock, settings) -> None:
     settings.SILLO_RESYNC_INTERVAL = 30.0
+    settings.SILLO_POLL_INTERVAL = 60.0
     await create("daily", "test.echo", {"kind": "cron", "expression": "0 3 * * *"})
     assert await scheduler.run_pass() == 30.0
+
+
+async def test_with_nothing_due_the_loop_looks_again_within_the_poll_interval(
+    scheduler, clock
+) -> None:
+    """So a run queued by another process with no channel layer between starts in a second."""
+    await create("daily", "test.echo", {"kind": "cron", "expression": "0 3 * * *"})
+    assert await scheduler.run_pass() == 1.0
+    schedule = await schedule_of("daily")
+    await sync_to_async(Run.objects.create)(  # queued by another process, at this moment
+        schedule=schedule, schedule_code="daily", task_name="test.echo", reason="manual",
+        queued_at=clock.now(), not_before=clock.now(),
+    )  # fmt: skip
+    clock.advance(1.0)
+    await scheduler.run_pass()
+    await scheduler.wait_idle()
+    assert [r.status for r in await runs_of("daily")] == [RunStatus.SUCCEEDED]
+
+
+async def test_a_retry_starts_at_its_delay_not_at_the_next_poll(scheduler, clock, settings) -> None:
+    settings.SILLO_POLL_INTERVAL = 30.0
+    await create("flaky", "test.fail", every(3600), max_attempts=2, retry_delay=0.25)
+    clock.advance(3600)
+    await scheduler.run_pass()
+    await scheduler.wait_idle()
+    assert await scheduler.run_pass() == 0.25
 
 
 async def test_kwargs_reach_the_task_unchanged(scheduler, clock) -> None:
@@ -70,8 +98,8 @@ async def test_two_schedulers_never_run_a_slot_twice(clock, transactional_db) ->
 
     for i in range(20):
         await create(f"s{i}", "test.echo", every(10))
-    first = Scheduler(clock=clock, tasks=registry)
-    second = Scheduler(clock=clock, tasks=registry)
+    first = Scheduler(clock=clock, tasks=registry, executor=inline_executor())
+    second = Scheduler(clock=clock, tasks=registry, executor=inline_executor())
     await first.start()
     await second.start()
     try:

@@ -8,15 +8,16 @@ from datetime import timedelta
 import pytest
 from asgiref.sync import sync_to_async
 from django.db import OperationalError
+from django.utils import timezone
 
 from schedules import services
 from schedules.models import Run, RunReason, RunStatus, Schedule, SchedulerInstance, ScheduleStatus
 from schedules.registry import Registry, TaskOptions, registry
 from schedules.scheduler import claims, outcomes, pipeline, retention
 from schedules.scheduler.engine import Scheduler
-from schedules.scheduler.executor import Executor
 from schedules.signals import run_finished, run_started
-from tests.factories import T0, FakeClock, create, every, runs_of, schedule_of
+from tests.factories import T0, FakeClock, create, every, inline_executor, runs_of, schedule_of
+from tests.taskapp import tasks as test_tasks
 
 
 async def test_global_middleware_wraps_every_run_outermost_first(clock, transactional_db) -> None:
@@ -34,7 +35,7 @@ async def test_global_middleware_wraps_every_run_outermost_first(clock, transact
 
         return factory
 
-    executor = Executor(sync_workers=2, middleware=[tag("outer"), tag("inner")])
+    executor = inline_executor(middleware=[tag("outer"), tag("inner")])
     scheduler = Scheduler(clock=clock, executor=executor)
     await scheduler.start()
     try:
@@ -57,7 +58,7 @@ async def test_rate_limit_skips_runs_over_the_limit(clock, transactional_db) -> 
     limited.declarations["test.echo"] = [
         replace(decl, middleware=(pipeline.rate_limit(2, per=60, clock=lambda: ticks["now"]),))
     ]
-    scheduler = Scheduler(clock=clock, tasks=limited)
+    scheduler = Scheduler(clock=clock, tasks=limited, executor=inline_executor())
     await scheduler.start()
     try:
         await create("limited", "test.echo", every(10))
@@ -169,7 +170,7 @@ async def test_orphans_and_duplicates_are_flagged_and_never_run(clock, transacti
     await create("orphan", "test.fail", every(60))
     await create("dup", "test.echo", every(60))
     await create("fine", "test.echo_async", every(60))
-    scheduler = Scheduler(clock=clock, tasks=tasks)
+    scheduler = Scheduler(clock=clock, tasks=tasks, executor=inline_executor())
     await scheduler.start()
     try:
         clock.advance(60)
@@ -189,12 +190,15 @@ async def test_orphans_and_duplicates_are_flagged_and_never_run(clock, transacti
 
 
 async def test_runs_of_a_dead_scheduler_become_interrupted(scheduler, clock, settings) -> None:
+    """Staleness is read on the database's clock: this scheduler's own clock (the fake
+    one, months away from the database's) neither hides nor fakes a dead peer."""
     settings.SILLO_STALE_AFTER = 30
     schedule = await create("victim", "test.echo", every(3600))
+    beat = timezone.now() - timedelta(seconds=10)
 
     def leave_a_running_run():
         SchedulerInstance.objects.create(
-            id="dead", host="elsewhere", pid=1, started_at=T0, heartbeat_at=T0
+            id="dead", host="elsewhere", pid=1, started_at=beat, heartbeat_at=beat
         )
         return Run.objects.create(
             schedule=schedule, schedule_code="victim", task_name="test.echo",
@@ -203,12 +207,14 @@ async def test_runs_of_a_dead_scheduler_become_interrupted(scheduler, clock, set
         )  # fmt: skip
 
     run = await sync_to_async(leave_a_running_run)()
-    clock.advance(10)
+    clock.advance(600)  # this host's clock jumps ten minutes: nothing changes
     scheduler._last.pop("heartbeat", None)
     await scheduler.run_pass()
     assert (await runs_of("victim"))[0].status == RunStatus.RUNNING  # heartbeat still fresh
 
-    clock.advance(31)
+    await sync_to_async(SchedulerInstance.objects.filter(id="dead").update)(
+        heartbeat_at=timezone.now() - timedelta(seconds=31)
+    )
     scheduler._last.pop("heartbeat", None)
     await scheduler.run_pass()
     (run,) = await runs_of("victim")
@@ -220,7 +226,7 @@ async def test_runs_of_a_dead_scheduler_become_interrupted(scheduler, clock, set
 
 async def test_shutdown_gives_grace_then_cancels_and_records(clock, transactional_db, settings):
     settings.SILLO_SHUTDOWN_GRACE = 0.2
-    scheduler = Scheduler(clock=clock)
+    scheduler = Scheduler(clock=clock, executor=inline_executor())
     await scheduler.start()
     await create("long", "test.block_async", every(60), kwargs={"gate": "long"})
     await create("short", "test.echo", every(60))
@@ -348,15 +354,61 @@ def test_retention_keeps_the_newest_runs(db) -> None:
 
 
 async def test_finished_runs_are_pruned_as_part_of_normal_work(scheduler, clock, settings) -> None:
-    from schedules.scheduler import engine
-
     settings.SILLO_RUNS_PER_SCHEDULE = 3
+    settings.SILLO_PRUNE_INTERVAL = 10
     await create("pruned", "test.echo", every(1))
-    for _ in range(engine.PRUNE_EVERY):
+    for _ in range(12):
         clock.advance(1)
         await scheduler.run_pass()
         await scheduler.wait_idle()
-    assert len(await runs_of("pruned")) == 3
+    clock.advance(10)
+    await scheduler.run_pass()  # the prune timer came round, before this pass's claims
+    await scheduler.wait_idle()
+    assert len(await runs_of("pruned")) == 4  # 3 kept, and the one this pass made
+
+
+def test_retention_covers_skipped_runs_deleted_schedules_and_age(db) -> None:
+    from tests.factories import make_schedule
+
+    hung = make_schedule("hung", "test.echo", every(60))
+    gone = make_schedule("gone", "test.echo", every(60))
+
+    def runs(schedule, n, status, start=T0):
+        for i in range(n):
+            Run.objects.create(
+                schedule=schedule, schedule_code=schedule.code, task_name="test.echo",
+                reason=RunReason.SCHEDULED, slot=start + timedelta(minutes=i), status=status,
+                queued_at=start + timedelta(minutes=i),
+            )  # fmt: skip
+
+    runs(hung, 10, RunStatus.SKIPPED)  # a hung task's schedule piles up skipped rows
+    runs(gone, 10, RunStatus.SUCCEEDED)
+    gone.delete()  # its runs stay, with their code
+    cursor = retention.Cursor()
+    deleted = retention.prune_pass(keep=4, max_age_days=None, now=T0, cursor=cursor)
+    assert deleted == 12
+    assert Run.objects.filter(schedule_code="hung").count() == 4
+    assert Run.objects.filter(schedule_code="gone").count() == 4
+    # With an age limit, old finished runs go whatever their count.
+    later = T0 + timedelta(days=40)
+    assert retention.prune_pass(keep=4, max_age_days=30, now=later, cursor=cursor) == 8
+    assert Run.objects.count() == 0
+
+
+def test_a_pruning_pass_is_bounded_by_its_budget(db) -> None:
+    from tests.factories import make_schedule
+
+    chatty = make_schedule("chatty", "test.echo", every(60))
+    Run.objects.bulk_create(
+        Run(schedule=chatty, schedule_code="chatty", task_name="test.echo", reason="manual",
+            status=RunStatus.SUCCEEDED, queued_at=T0 + timedelta(seconds=i))
+        for i in range(50)
+    )  # fmt: skip
+    cursor = retention.Cursor()
+    assert retention.prune_pass(keep=5, max_age_days=None, now=T0, cursor=cursor, budget=20) == 20
+    assert retention.prune_pass(keep=5, max_age_days=None, now=T0, cursor=cursor, budget=20) == 20
+    assert retention.prune_pass(keep=5, max_age_days=None, now=T0, cursor=cursor, budget=20) == 5
+    assert Run.objects.count() == 5
 
 
 def test_the_fake_clock_only_moves_when_told() -> None:
@@ -374,3 +426,130 @@ def test_task_options_defaults_match_the_design() -> None:
         "skip",
         "skip",
     )
+
+
+async def test_a_peer_on_another_node_with_the_same_host_and_pid_is_not_declared_dead(
+    scheduler, clock
+) -> None:
+    """Containers may share a host name while their pids live in other namespaces."""
+    await sync_to_async(SchedulerInstance.objects.create)(
+        id="container", host=scheduler.host, pid=2**22 - 1, node="another-boot:pid:[1]",
+        heartbeat_at=timezone.now(),
+    )  # fmt: skip
+    scheduler._last.pop("heartbeat", None)
+    await scheduler.run_pass()
+    peer = await sync_to_async(SchedulerInstance.objects.get)(id="container")
+    assert peer.stopped_at is None
+
+
+async def test_a_dead_pid_on_this_node_is_recovered_at_once(scheduler, clock) -> None:
+    from schedules.scheduler.instances import NODE
+
+    await sync_to_async(SchedulerInstance.objects.create)(
+        id="crashed", host=scheduler.host, pid=2**22 - 1, node=NODE, heartbeat_at=timezone.now()
+    )
+    scheduler._last.pop("heartbeat", None)
+    await scheduler.run_pass()
+    peer = await sync_to_async(SchedulerInstance.objects.get)(id="crashed")
+    assert peer.stopped_at is not None
+
+
+def test_a_heartbeat_slower_than_a_third_of_the_staleness_is_refused(settings) -> None:
+    from schedules.conf import setting_problems
+
+    settings.SILLO_HEARTBEAT_INTERVAL = 11
+    settings.SILLO_STALE_AFTER = 30
+    assert setting_problems() == [
+        "SILLO_HEARTBEAT_INTERVAL must be at most a third of SILLO_STALE_AFTER (11 > 30 / 3)"
+    ]
+
+
+async def test_every_terminal_outcome_is_signalled_and_only_final_failures_as_failed(
+    scheduler, clock
+) -> None:
+    from schedules.signals import run_failed, run_succeeded
+
+    seen: list[tuple] = []
+
+    def finished(sender, run, final, **kwargs):
+        seen.append(("finished", run.schedule_code, run.status, run.attempt, final))
+
+    def failed(sender, run, **kwargs):
+        seen.append(("failed", run.schedule_code, run.attempt))
+
+    def succeeded(sender, run, **kwargs):
+        seen.append(("succeeded", run.schedule_code))
+
+    run_finished.connect(finished)
+    run_failed.connect(failed)
+    run_succeeded.connect(succeeded)
+    try:
+        await create("flaky", "test.fail", every(3600), max_attempts=2, retry_delay=1)
+        await create("fine", "test.echo", every(3600))
+        await create("busy", "test.block_async", every(60), kwargs={"gate": "busy-signal"})
+        clock.advance(3600)
+        await scheduler.run_pass()
+        clock.advance(60)  # busy's next slot arrives while its run holds the instance
+        await scheduler.run_pass()
+        test_tasks.async_gates["busy-signal"].set()
+        await scheduler.wait_idle()
+        clock.advance(1)
+        await scheduler.run_pass()  # the retry of flaky
+        await scheduler.wait_idle()
+    finally:
+        run_finished.disconnect(finished)
+        run_failed.disconnect(failed)
+        run_succeeded.disconnect(succeeded)
+    assert ("finished", "flaky", "failed", 1, False) in seen
+    assert ("finished", "flaky", "failed", 2, True) in seen
+    assert [e for e in seen if e[0] == "failed"] == [("failed", "flaky", 2)]
+    assert ("succeeded", "fine") in seen
+    assert ("finished", "busy", "skipped", 1, True) in seen  # skipped at claim time
+
+
+async def test_a_slow_receiver_never_delays_claims(scheduler, clock) -> None:
+    import threading
+
+    release = threading.Event()
+    calls = []
+
+    def slow(sender, run, **kwargs):
+        calls.append(run.schedule_code)
+        release.wait(10)
+
+    run_finished.connect(slow)
+    try:
+        await create("first", "test.echo_async", every(60))
+        clock.advance(60)
+        await scheduler.run_pass()
+        while not calls:
+            await asyncio.sleep(0.01)  # the receiver holds its thread now
+        clock.advance(60)
+        await scheduler.run_pass()  # claims the next slot meanwhile
+        for task in list(scheduler.in_flight.values()):
+            await task
+        assert len(await runs_of("first")) == 2
+    finally:
+        release.set()
+        run_finished.disconnect(slow)
+        await scheduler.wait_idle()
+
+
+async def test_an_outcome_survives_a_long_database_outage(scheduler, clock, monkeypatch) -> None:
+    real = outcomes.finish_runs
+    failures = {"left": 12}
+
+    def down(**kwargs):
+        if failures["left"]:
+            failures["left"] -= 1
+            raise OperationalError("database is unavailable")
+        return real(**kwargs)
+
+    monkeypatch.setattr(outcomes, "finish_runs", down)
+    await create("patient", "test.echo", every(60))
+    clock.advance(60)
+    await scheduler.run_pass()
+    await scheduler.wait_idle()
+    assert max(clock.waits) == 10  # the pause between tries is capped
+    (run,) = await runs_of("patient")
+    assert run.status == RunStatus.SUCCEEDED

@@ -52,9 +52,29 @@ def test_a_duplicate_name_excludes_every_declaration(clean_registry) -> None:
     assert registry.status_of("test.twice") == "duplicate"
     assert "test.twice" in registry.duplicate_names()
     with pytest.raises(
-        SystemCheckError, match="schedules.E001.*test.twice.*declared more than once"
+        SystemCheckError, match="schedules.W001.*test.twice.*declared more than once"
     ):
-        call_command("check")
+        call_command("check", fail_level="WARNING")
+
+
+def test_a_duplicate_never_stops_commands_and_can_be_listed(clean_registry, db) -> None:
+    from io import StringIO
+
+    from tests.factories import every, make_schedule
+
+    @schedules.task("test.twice")
+    def first() -> None: ...
+
+    @schedules.task("test.twice")
+    def second() -> None: ...
+
+    make_schedule("twice", "test.twice", every(60))
+    call_command("check")  # warnings only: printed, not fatal
+    call_command("migrate", verbosity=0)
+    out = StringIO()
+    call_command("schedules", "list", "--flag", "duplicate", stdout=out)
+    assert out.getvalue().startswith("twice")
+    assert "[DUPLICATE]" in out.getvalue()
 
 
 def test_reimporting_a_module_is_not_a_duplicate(clean_registry) -> None:
@@ -84,8 +104,8 @@ def test_bad_declarations_are_reported_by_checks(clean_registry, kwargs, problem
 
     declaration = registry.get("test.bad")
     assert any(problem in p for p in declaration.problems)
-    with pytest.raises(SystemCheckError, match="schedules.E002"):
-        call_command("check")
+    with pytest.raises(SystemCheckError, match="schedules.W002"):
+        call_command("check", fail_level="WARNING")
 
 
 def test_a_failing_tasks_module_is_reported_and_the_rest_keep_working(clean_registry) -> None:
@@ -93,8 +113,8 @@ def test_a_failing_tasks_module_is_reported_and_the_rest_keep_working(clean_regi
     assert "tests.brokenapp.tasks" in registry.failed_imports
     assert "ImportError" in registry.failed_imports["tests.brokenapp.tasks"]
     assert registry.get("test.echo") is not None
-    with pytest.raises(SystemCheckError, match="schedules.E003.*tests.brokenapp.tasks"):
-        call_command("check")
+    with pytest.raises(SystemCheckError, match="schedules.W003.*tests.brokenapp.tasks"):
+        call_command("check", fail_level="WARNING")
 
 
 def test_an_app_without_tasks_is_fine(clean_registry) -> None:
@@ -103,4 +123,4 @@ def test_an_app_without_tasks_is_fine(clean_registry) -> None:
 
 
 def test_check_passes_for_the_declared_tasks() -> None:
-    call_command("check")
+    call_command("check", fail_level="WARNING")

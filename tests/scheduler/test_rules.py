@@ -5,6 +5,9 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
+from asgiref.sync import sync_to_async
+
+from schedules import services
 from schedules.models import RunReason, RunStatus
 from tests.factories import T0, create, every, reload, runs_of, schedule_of
 from tests.taskapp import tasks as test_tasks
@@ -211,3 +214,54 @@ async def test_timeouts_are_retried_too(scheduler, clock) -> None:
         (1, RunStatus.TIMED_OUT),
         (2, RunStatus.TIMED_OUT),
     ]
+
+
+async def test_a_paused_schedules_retry_waits_and_runs_after_resume(scheduler, clock) -> None:
+    schedule = await create("flaky", "test.fail", every(3600), max_attempts=2, retry_delay=1)
+    clock.advance(3600)
+    await scheduler.run_pass()
+    await scheduler.wait_idle()
+    await sync_to_async(services.schedule_pause)(schedule=schedule)
+    clock.advance(5)
+    assert await scheduler.run_pass() > 0  # no spin on a waiting retry
+    await scheduler.wait_idle()
+    assert [r.status for r in await runs_of("flaky")] == [RunStatus.FAILED, RunStatus.QUEUED]
+    await sync_to_async(services.schedule_resume)(schedule=schedule, now=clock.now())
+    await scheduler.run_pass()
+    await scheduler.wait_idle()
+    assert [r.status for r in await runs_of("flaky")] == [RunStatus.FAILED, RunStatus.FAILED]
+
+
+async def test_queued_runs_start_by_priority_then_time(clock, transactional_db) -> None:
+    from schedules.models import Run
+    from schedules.registry import registry
+    from schedules.scheduler import claims
+
+    low = await create("low", "test.echo", every(3600), priority=-10)
+    high = await create("high", "test.echo", every(3600), priority=20)
+
+    def queue_and_claim_one():
+        for schedule, minutes in ((low, 2), (high, 1)):  # the low one waited longer
+            Run.objects.create(
+                schedule=schedule, schedule_code=schedule.code, task_name="test.echo",
+                reason="manual", not_before=T0 - timedelta(minutes=minutes),
+            )  # fmt: skip
+        runs, _ = claims.claim_queued(
+            now=T0, instance_id="s", tasks=registry, limit=10, local_in_flight={},
+            slots=claims.WorkerSlots(1, lambda name: True),
+        )  # fmt: skip
+        return [run.schedule_code for run in runs]
+
+    assert await sync_to_async(queue_and_claim_one)() == ["high"]
+
+
+async def test_a_one_shot_missed_beyond_its_grace_completes(scheduler, clock) -> None:
+    at = (T0 + timedelta(minutes=5)).isoformat()
+    await create("once", "test.echo", {"kind": "date", "at": at}, misfire_grace=60)
+    clock.advance(3600)  # the scheduler was down when its only slot came
+    await scheduler.run_pass()
+    await scheduler.wait_idle()
+    schedule = await schedule_of("once")
+    assert (schedule.status, schedule.next_run_at) == ("completed", None)
+    (run,) = await runs_of("once")
+    assert run.status == RunStatus.SKIPPED

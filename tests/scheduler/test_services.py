@@ -108,19 +108,61 @@ def test_deleting_a_code_default_resets_it_at_the_next_sync() -> None:
     assert (schedule.status, schedule.trigger["every"]) == ("active", 3600)
 
 
-def test_reset_to_default_replaces_the_record() -> None:
+def test_reset_restores_the_code_default_in_place_and_keeps_it_paused() -> None:
     services.sync_code_defaults(now=timezone.now())
     schedule = Schedule.objects.get(code="test.every_hour")
-    Schedule.objects.filter(pk=schedule.pk).update(trigger={"kind": "interval", "every": 5})
+    Schedule.objects.filter(pk=schedule.pk).update(
+        trigger={"kind": "interval", "every": 5}, max_attempts=4,
+        source=ScheduleSource.OPERATOR, status=ScheduleStatus.PAUSED,
+    )  # fmt: skip
+    other = make_schedule("other-hourly", "test.every_hour", every(60))
     fresh = services.schedule_reset_to_default(schedule=schedule)
-    assert fresh.trigger["every"] == 3600
-    assert Schedule.objects.filter(code="test.every_hour").count() == 1
+    assert fresh.pk == schedule.pk
+    assert (fresh.trigger["every"], fresh.max_attempts) == (3600, 1)
+    assert (fresh.status, fresh.source) == (ScheduleStatus.PAUSED, ScheduleSource.CODE)
+    other.refresh_from_db()
+    assert other.trigger["every"] == 60  # no other record is touched
 
 
-def test_reset_is_refused_without_a_code_default() -> None:
-    schedule = make_schedule("plain", "test.echo", every(60))
-    with pytest.raises(services.RunRefused, match="declares no valid code default"):
-        services.schedule_reset_to_default(schedule=schedule, tasks=registry)
+def test_reset_is_refused_for_a_schedule_that_is_not_the_code_default_record() -> None:
+    services.sync_code_defaults(now=timezone.now())
+    plain = make_schedule("plain", "test.echo", every(60))
+    sibling = make_schedule("sibling", "test.every_hour", every(60))
+    for schedule in (plain, sibling):
+        with pytest.raises(services.RunRefused, match="is not a code-default record"):
+            services.schedule_reset_to_default(schedule=schedule, tasks=registry)
+
+
+def test_an_untouched_code_default_follows_the_code_and_an_edited_one_wins() -> None:
+    from dataclasses import replace
+
+    from schedules import defaults
+    from schedules.registry import Registry
+    from schedules.timing import Interval
+
+    services.sync_code_defaults(now=T0)
+    changed = Registry()
+    changed.declarations = dict(registry.declarations)
+    declaration = registry.get("test.every_hour")
+    changed.declarations["test.every_hour"] = [
+        replace(declaration, default_trigger=Interval(600, seed="test.every_hour"))
+    ]
+    assert services.sync_code_defaults(tasks=changed, now=T0) == ["test.every_hour"]
+    record = Schedule.objects.get(code="test.every_hour")
+    assert record.trigger["every"] == 600
+    assert record.next_run_at == T0 + timedelta(minutes=10)
+    services.schedule_update(schedule=record, trigger=every(120), now=T0)
+    assert services.sync_code_defaults(tasks=changed, now=T0) == []
+    record.refresh_from_db()
+    assert record.trigger["every"] == 120
+    assert set(defaults.differences(record, changed)) == {"trigger"}
+
+
+def test_a_dotted_task_name_is_a_valid_code() -> None:
+    schedule = make_schedule("reports.daily", "test.echo", every(60))
+    schedule.full_clean()
+    with pytest.raises(Exception, match="letters, digits"):
+        make_schedule("has space", "test.echo", every(60))
 
 
 def test_a_schedule_shows_its_crons_zone_unless_told_otherwise() -> None:
@@ -128,3 +170,68 @@ def test_a_schedule_shows_its_crons_zone_unless_told_otherwise() -> None:
     assert make_schedule("a", "test.echo", berlin).tz == "Europe/Berlin"
     assert make_schedule("b", "test.echo", berlin, tz="Asia/Tokyo").tz == "Asia/Tokyo"
     assert make_schedule("c", "test.echo", every(60)).tz == "UTC"
+
+
+def test_a_new_schedule_takes_its_tasks_declared_options_unless_given() -> None:
+    from dataclasses import replace
+
+    from schedules.registry import Registry
+
+    tasks = Registry()
+    tasks.declarations = dict(registry.declarations)
+    declaration = registry.get("test.echo")
+    tasks.declarations["test.echo"] = [
+        replace(declaration, options=replace(declaration.options, timeout=30, max_attempts=3))
+    ]
+    made = services.schedule_create(
+        code="defaults", task_name="test.echo", trigger=every(60), tasks=tasks, now=T0
+    )
+    assert (made.timeout, made.max_attempts) == (30, 3)
+    given = services.schedule_create(
+        code="given", task_name="test.echo", trigger=every(60), tasks=tasks, now=T0,
+        max_attempts=1,
+    )  # fmt: skip
+    assert (given.timeout, given.max_attempts) == (30, 1)
+
+
+def test_named_priorities_are_accepted_beside_integers() -> None:
+    from schedules.choices import priority_value
+
+    assert [priority_value(v) for v in ("low", "normal", "HIGH", "critical", 5, "7")] == [
+        -10, 0, 10, 20, 5, 7,
+    ]  # fmt: skip
+    with pytest.raises(ValueError, match="low, normal, high, critical"):
+        priority_value("urgent")
+
+
+def test_a_past_date_is_refused_at_create_with_the_reason() -> None:
+    with pytest.raises(InvalidTrigger, match="no fire time after now"):
+        make_schedule("past", "test.echo", {"kind": "date", "at": "2020-01-01T00:00:00+00:00"})
+
+
+def test_reactivate_brings_back_a_completed_schedule_only_with_a_future_fire() -> None:
+    later = (T0 + timedelta(days=1)).isoformat()
+    schedule = make_schedule("once", "test.echo", {"kind": "date", "at": later})
+    Schedule.objects.filter(pk=schedule.pk).update(
+        status=ScheduleStatus.COMPLETED, next_run_at=None
+    )
+    revived = services.schedule_reactivate(schedule=schedule, now=T0)
+    assert (revived.status, revived.next_run_at) == (ScheduleStatus.ACTIVE, T0 + timedelta(days=1))
+    Schedule.objects.filter(pk=schedule.pk).update(status=ScheduleStatus.CANCELLED)
+    with pytest.raises(services.InvalidTransition, match="no fire time after now"):
+        services.schedule_reactivate(schedule=schedule, now=T0 + timedelta(days=2))
+    with pytest.raises(services.InvalidTransition, match="cannot resume"):
+        services.schedule_resume(schedule=schedule)
+
+
+def test_cancel_drops_the_queued_runs() -> None:
+    from schedules.models import Run, RunStatus
+
+    schedule = make_schedule("doomed", "test.echo", every(60))
+    Run.objects.create(
+        schedule=schedule, schedule_code="doomed", task_name="test.echo", reason="retry"
+    )
+    services.schedule_cancel(schedule=schedule)
+    (run,) = Run.objects.filter(schedule=schedule)
+    assert run.status == RunStatus.CANCELLED
+    assert "the schedule was cancelled" in run.error

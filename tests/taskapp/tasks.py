@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import os
+import signal
+import sys
 import threading
 import time
+from pathlib import Path
 
 import schedules
 
@@ -60,6 +64,76 @@ def every_hour() -> None:
 @schedules.task("test.twin")
 def twin() -> None:
     """tests.dupapp declares this name again when it is installed (SILLO_EXTRA_APPS)."""
+
+
+# ---- ways a task can die, and tasks that report where they ran (worker isolation tests)
+
+
+class TaskEscape(BaseException):
+    """A BaseException that is neither SystemExit nor KeyboardInterrupt."""
+
+
+@schedules.task("test.sys_exit")
+def sys_exit(code: int = 3) -> None:
+    sys.exit(code)
+
+
+@schedules.task("test.keyboard_interrupt")
+def keyboard_interrupt() -> None:
+    raise KeyboardInterrupt
+
+
+@schedules.task("test.base_exception")
+def base_exception() -> None:
+    raise TaskEscape("escaped")
+
+
+@schedules.task("test.os_exit")
+def os_exit(code: int = 7) -> None:
+    os._exit(code)
+
+
+@schedules.task("test.segfault")
+def segfault() -> None:
+    ctypes.string_at(0)
+
+
+@schedules.task("test.pid")
+def pid() -> int:
+    return os.getpid()
+
+
+@schedules.task("test.blocking_async")
+async def blocking_async(seconds: float = 15.0) -> float:
+    """The common mistake: a blocking call inside an async task."""
+    time.sleep(seconds)
+    return seconds
+
+
+@schedules.task("test.hold")
+def hold(marker_dir: str, seconds: float = 30.0) -> None:
+    """Writes <pid>.start, sleeps, writes <pid>.end: tests read what really executed."""
+    folder = Path(marker_dir)
+    (folder / f"{os.getpid()}.start").write_text(str(time.time()))
+    time.sleep(seconds)
+    (folder / f"{os.getpid()}.end").write_text(str(time.time()))
+
+
+@schedules.task("test.inline_exit", isolation="inline")
+def inline_exit() -> None:
+    raise SystemExit(4)
+
+
+@schedules.task("test.inline_async_exit", isolation="inline")
+async def inline_async_exit() -> None:
+    raise KeyboardInterrupt
+
+
+@schedules.task("test.stubborn")
+def stubborn(seconds: float = 30.0) -> None:
+    """Ignores SIGTERM, as some libraries' workers do: only SIGKILL stops it."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    time.sleep(seconds)
 
 
 @schedules.task("test.until_file")

@@ -7,6 +7,7 @@ import asyncio
 
 from django.core.management.base import BaseCommand, CommandError
 
+from schedules.conf import setting_problems
 from schedules.management.cli import OneLineParser
 from schedules.scheduler import process
 
@@ -46,6 +47,9 @@ class Command(BaseCommand):
     def handle(self, *args: object, serve: tuple[str, int] | None, once: bool, **opts) -> None:
         if serve and once:
             raise CommandError("--serve and --once do not go together", returncode=2)
+        problems = setting_problems()
+        if problems:
+            raise CommandError("; ".join(problems), returncode=2)
         if once:
             started = asyncio.run(process.run_once())
             self.stdout.write(f"one pass: {started} run(s) started and finished")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import getpass
 import json
 import time
 
@@ -21,7 +22,7 @@ from schedules.models import FINISHED, Run, Schedule, SchedulerInstance, Schedul
 from schedules.presenters import run_data, schedule_data
 from schedules.registry import registry
 from schedules.scheduler import process
-from schedules.selectors import LIST_FLAGS
+from schedules.selectors import LIST_FLAGS, scheduler_stats
 from schedules.timing import (
     Cron,
     InvalidTrigger,
@@ -35,7 +36,10 @@ from schedules.timing import (
 
 
 class Command(BaseCommand):
-    help = "Inspect and steer schedules: list, show, preview, pause, resume, cancel, run, runs."
+    help = (
+        "Inspect and steer schedules: list, show, preview, pause, resume, cancel, run, "
+        "runs, cancel-run, drop-queued."
+    )
 
     def create_parser(self, prog_name: str, subcommand: str, **kwargs: object) -> OneLineParser:
         parser = super().create_parser(prog_name, subcommand, **kwargs)
@@ -61,8 +65,13 @@ class Command(BaseCommand):
         show.add_argument("code")
         show.add_argument("--json", action="store_true")
 
-        for name, verb in (("pause", "pause"), ("resume", "resume"), ("cancel", "cancel")):
-            change = action(name, f"{verb} a schedule")
+        for name, text in (
+            ("pause", "pause a schedule (queued retries wait)"),
+            ("resume", "resume a paused schedule from now"),
+            ("cancel", "cancel a schedule (drops its queued runs)"),
+            ("reactivate", "make a completed or cancelled schedule active again"),
+        ):
+            change = action(name, text)
             change.add_argument("code")
             change.add_argument("--json", action="store_true")
 
@@ -72,6 +81,17 @@ class Command(BaseCommand):
         run.add_argument("--inline", action="store_true", help="run it in this process")
         run.add_argument("--timeout", type=float, default=600, help="seconds to --wait")
         run.add_argument("--json", action="store_true")
+
+        cancel_run = action("cancel-run", "stop a queued or running run")
+        cancel_run.add_argument("run_id", type=int, metavar="RUN_ID")
+        cancel_run.add_argument("--json", action="store_true")
+
+        drop = action("drop-queued", "cancel every queued run of a schedule")
+        drop.add_argument("code")
+        drop.add_argument("--json", action="store_true")
+
+        stats = action("stats", "scheduler and queue stats, and the backlog state")
+        stats.add_argument("--json", action="store_true")
 
         runs = action("runs", "recent runs, newest first")
         runs.add_argument("code", nargs="?")
@@ -88,8 +108,13 @@ class Command(BaseCommand):
 
     def handle(self, *args: object, **options: object) -> None:
         try:
-            getattr(self, f"handle_{options['action']}")(**options)
-        except (InvalidTrigger, services.InvalidTransition, services.RunRefused) as exc:
+            getattr(self, f"handle_{str(options['action']).replace('-', '_')}")(**options)
+        except (
+            InvalidTrigger,
+            services.InvalidTransition,
+            services.RunRefused,
+            services.CancelRefused,
+        ) as exc:
             raise CommandError(str(exc), returncode=2) from None
         except DatabaseError as exc:
             first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -135,13 +160,16 @@ class Command(BaseCommand):
             self.stdout.write(f"{key:18} {value}")
 
     def handle_pause(self, *, code: str, json: bool, **_) -> None:
-        self._changed(services.schedule_pause(schedule=_schedule(code)), json)
+        self._changed(services.schedule_pause(schedule=_schedule(code), by=_os_user()), json)
 
     def handle_resume(self, *, code: str, json: bool, **_) -> None:
-        self._changed(services.schedule_resume(schedule=_schedule(code)), json)
+        self._changed(services.schedule_resume(schedule=_schedule(code), by=_os_user()), json)
+
+    def handle_reactivate(self, *, code: str, json: bool, **_) -> None:
+        self._changed(services.schedule_reactivate(schedule=_schedule(code), by=_os_user()), json)
 
     def handle_cancel(self, *, code: str, json: bool, **_) -> None:
-        self._changed(services.schedule_cancel(schedule=_schedule(code)), json)
+        self._changed(services.schedule_cancel(schedule=_schedule(code), by=_os_user()), json)
 
     def _changed(self, schedule: Schedule, json: bool) -> None:
         if json:
@@ -152,7 +180,7 @@ class Command(BaseCommand):
     def handle_run(
         self, *, code: str, wait: bool, inline: bool, timeout: float, json: bool, **_
     ) -> None:
-        run = services.schedule_run_now(schedule=_schedule(code))
+        run = services.schedule_run_now(schedule=_schedule(code), by=_os_user())
         if inline:
             asyncio.run(process.run_inline(run.pk))
             run.refresh_from_db()
@@ -163,13 +191,65 @@ class Command(BaseCommand):
                     "start one (manage.py runscheduler) or use --inline",
                     returncode=1,
                 )
-            run = _wait_for(run, timeout)
+            run = self._follow(run, timeout, json)
         if json:
             self.emit(run_data(run))
         else:
             self.stdout.write(_run_line(run))
         if run.status in FINISHED and run.status != "succeeded":
             raise CommandError(f"run #{run.pk} ended {run.status}", returncode=1)
+
+    def handle_stats(self, *, json: bool, **_) -> None:
+        data = scheduler_stats(now=timezone.now())
+        if json:
+            self.emit(data)
+            return
+        jobs, runs, queue = data["jobs"], data["runs"], data["queue"]
+        self.stdout.write(
+            f"jobs      {jobs['total']} (active {jobs['active']}, paused {jobs['paused']}, "
+            f"completed {jobs['completed']}, cancelled {jobs['cancelled']})"
+        )
+        self.stdout.write(
+            f"runs      {runs['total']}, errors {runs['errors']}, running {runs['running']}"
+        )
+        uptime = data["uptime_seconds"]
+        self.stdout.write(
+            f"schedulers {data['schedulers']} alive"
+            + (f", up {uptime} s" if uptime is not None else "")
+        )
+        self.stdout.write(
+            f"queue     {queue['queued']} queued, {queue['due']} due, oldest due "
+            f"{queue['oldest_due_age_seconds']:g} s: {queue['backlog']}"
+        )
+
+    def handle_cancel_run(self, *, run_id: int, json: bool, **_) -> None:
+        run = Run.objects.filter(pk=run_id).first()
+        if run is None:
+            raise CommandError(f"no run #{run_id}", returncode=2)
+        run = services.run_cancel(run=run, by=_os_user())
+        if json:
+            self.emit(run_data(run))
+        else:
+            self.stdout.write(f"run #{run.pk} cancelled")
+
+    def handle_drop_queued(self, *, code: str, json: bool, **_) -> None:
+        dropped = services.schedule_drop_queued(schedule=_schedule(code), by=_os_user())
+        if json:
+            self.emit({"code": code, "dropped": dropped})
+        else:
+            self.stdout.write(f"{code}: {dropped} queued run(s) dropped")
+
+    def _follow(self, run: Run, timeout: float, json: bool) -> Run:
+        """Wait for the run and each retry that follows it; the last one is the outcome."""
+        deadline = time.monotonic() + timeout
+        while True:
+            run = _wait_for(run, deadline)
+            retry = _retry_of(run)
+            if retry is None:
+                return run
+            if not json:
+                self.stdout.write(_run_line(run) + f"  (attempt {run.attempt}; retrying)")
+            run = retry
 
     def handle_runs(self, *, code: str | None, limit: int, json: bool, **_) -> None:
         if not 1 <= limit <= 10_000:
@@ -211,6 +291,13 @@ class Command(BaseCommand):
             self.stdout.write(f"{i:>4}  {t:%a %Y-%m-%d %H:%M:%S %z}  {zone.key}")
 
 
+def _os_user() -> str:
+    try:
+        return f"cli:{getpass.getuser()}"
+    except (KeyError, OSError):  # no passwd entry (containers)
+        return "cli"
+
+
 def _schedule(code: str) -> Schedule:
     try:
         return Schedule.objects.get(code=code)
@@ -218,14 +305,18 @@ def _schedule(code: str) -> Schedule:
         raise CommandError(f"no schedule with code '{code}'", returncode=2) from None
 
 
-def _wait_for(run: Run, timeout: float) -> Run:
-    deadline = time.monotonic() + timeout
+def _wait_for(run: Run, deadline: float) -> Run:
     while time.monotonic() < deadline:
         run.refresh_from_db()
         if run.status in FINISHED:
             return run
         time.sleep(0.2)
-    raise CommandError(f"run #{run.pk} still {run.status} after {timeout:g}s", returncode=1)
+    raise CommandError(f"run #{run.pk} still {run.status}; stopped waiting", returncode=1)
+
+
+def _retry_of(run: Run) -> Run | None:
+    """The attempt queued after `run`: written in the same transaction as its outcome."""
+    return Run.objects.filter(parent=run, reason="retry").first()
 
 
 def _run_line(run: Run) -> str:

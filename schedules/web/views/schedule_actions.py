@@ -17,6 +17,7 @@ from ..rows import build_rows
 ACTIONS = {
     "pause": (access.OPERATE, services.schedule_pause),
     "resume": (access.OPERATE, services.schedule_resume),
+    "reactivate": (access.OPERATE, services.schedule_reactivate),
     "cancel": (access.OPERATE, services.schedule_cancel),
     "reset": (access.CHANGE, services.schedule_reset_to_default),
 }
@@ -35,7 +36,7 @@ def schedule_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
     perm, operation = ACTIONS[action]
     schedule = access.schedule_for(request, pk, perm)
     try:
-        schedule = operation(schedule=schedule)
+        schedule = operation(schedule=schedule, by=request.user)
     except (services.InvalidTransition, services.RunRefused) as exc:
         if not request.htmx:
             messages.error(request, str(exc))
@@ -51,7 +52,7 @@ def schedule_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
 @require_POST
 def schedule_delete(request: HttpRequest, pk: int) -> HttpResponse:
     schedule = access.schedule_for(request, pk, access.DELETE)
-    services.schedule_delete(schedule=schedule)
+    services.schedule_delete(schedule=schedule, by=request.user)
     if request.htmx:
         return HttpResponse("")  # the row disappears
     messages.success(request, f"Deleted {schedule.code}.")
@@ -77,6 +78,14 @@ def schedule_run_now(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @require_POST
+def schedule_drop_queued(request: HttpRequest, pk: int) -> HttpResponse:
+    schedule = access.schedule_for(request, pk, access.OPERATE)
+    dropped = services.schedule_drop_queued(schedule=schedule, by=request.user)
+    messages.info(request, f"{schedule.code}: {dropped} queued run(s) dropped.")
+    return redirect("schedule-detail", pk=pk)
+
+
+@require_POST
 def bulk_action(request: HttpRequest) -> HttpResponse:
     action = request.POST.get("action", "")
     if action not in ("pause", "resume", "cancel", "run"):
@@ -90,7 +99,7 @@ def bulk_action(request: HttpRequest) -> HttpResponse:
             if action == "run":
                 services.schedule_run_now(schedule=schedule, by=request.user)
             else:
-                ACTIONS[action][1](schedule=schedule)
+                ACTIONS[action][1](schedule=schedule, by=request.user)
             done += 1
         except (services.InvalidTransition, services.RunRefused) as exc:
             refused.append(str(exc))

@@ -34,6 +34,11 @@ def schedule_detail(request: HttpRequest, pk: int) -> HttpResponse:
         10, after=timezone.now(), operator_zone=timezone.get_current_timezone()
     )
     bars, longest = duration_bars(list(runs.object_list))
+    timeout = schedule.effective_timeout
+    if schedule.timeout is None:
+        timeout_text = f"the default, {timeout:g} s" if timeout else "none (the default)"
+    else:
+        timeout_text = f"{timeout:g} s" if timeout else "none"
     (row,) = build_rows([schedule], request.user)
     context = {
         "schedule": schedule,
@@ -44,6 +49,9 @@ def schedule_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "next_times": next_times,
         "operator_zone": timezone.get_current_timezone_name(),
         "bars": bars,
+        "timeout_text": timeout_text,
+        "queued_count": Run.objects.queued().filter(schedule=schedule).count(),
+        "changes": list(schedule.audit_events.order_by("-at", "-pk")[:10]),
         "longest": longest,
         "chart_width": WIDTH,
         "chart_height": HEIGHT,

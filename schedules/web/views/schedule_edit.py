@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
@@ -39,7 +41,8 @@ def schedule_create(request: HttpRequest) -> HttpResponse:
         task = registry.get(request.GET.get("task", ""))
         spec = None
         if task is not None:
-            initial = {"task_name": task.name, "code": task.name.replace(".", "-")}
+            # The task's declared options are this schedule's defaults, shown and editable.
+            initial = {"task_name": task.name, "code": task.name, **asdict(task.options)}
             if task.default_trigger is not None:
                 spec = task.default_trigger.to_spec()
         return _page(request, ScheduleForm(initial=initial), node_from_spec(spec))
@@ -47,9 +50,9 @@ def schedule_create(request: HttpRequest) -> HttpResponse:
     node = node_from_data(request.POST)
     spec = spec_from_node(node)
     if form.is_valid() and spec is not None:
-        data = form.cleaned_data
+        data = {k: v for k, v in form.cleaned_data.items() if k != "opened_version"}
         try:
-            schedule = services.schedule_create(trigger=spec, **data)
+            schedule = services.schedule_create(trigger=spec, by=request.user, **data)
         except InvalidTrigger as exc:
             node.error = str(exc)
         else:
@@ -67,15 +70,29 @@ def schedule_edit(request: HttpRequest, pk: int) -> HttpResponse:
     form = ScheduleForm(request.POST, instance=schedule)
     node = node_from_data(request.POST)
     spec = spec_from_node(node)
+    status = 422
     if form.is_valid() and spec is not None:
-        fields = {k: v for k, v in form.cleaned_data.items() if k != "code"}
+        fields = {k: v for k, v in form.cleaned_data.items() if k not in ("code", "opened_version")}
         try:
-            services.schedule_update(schedule=form.instance, trigger=spec, **fields)
+            services.schedule_update(
+                schedule=schedule,
+                trigger=spec,
+                expected_version=form.cleaned_data.get("opened_version"),
+                by=request.user,
+                **fields,
+            )
         except InvalidTrigger as exc:
             node.error = str(exc)
+        except services.EditConflict as exc:
+            differences = "; ".join(
+                f"{name}: now {theirs!r}, yours {yours!r}"
+                for name, (theirs, yours) in exc.differences.items()
+            )
+            form.add_error(None, f"{exc} {differences}".strip())
+            status = 409
         else:
             return redirect("schedule-detail", pk=schedule.pk)
-    return _page(request, form, node, schedule, status=422)
+    return _page(request, form, node, schedule, status=status)
 
 
 @require_POST

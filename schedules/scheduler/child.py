@@ -1,0 +1,127 @@
+"""The worker process: Django set up once, then one run at a time from its pipe.
+
+The scheduler sends `(task_name, kwargs)`; the worker runs the task and sends
+back a reply dict. Anything the task does, `SystemExit`, `KeyboardInterrupt`
+or any other `BaseException` included, becomes a failed reply: only the
+worker's own death (os._exit, a signal, the OOM killer) ends it, and the pool
+turns that into the run's failure. Runs are never interleaved: a worker has
+one run at a time, so stopping a run is stopping its worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import os
+import resource
+import signal
+import traceback
+from multiprocessing.connection import Connection
+from typing import Any
+
+
+def main(conn: Connection, databases: dict[str, Any]) -> None:
+    """The worker's life: set up, then serve runs until the pipe says stop or closes."""
+    # Stopping a run sends SIGTERM: let it end the process at once, whatever the
+    # parent's handlers were; SIGINT (Ctrl-C at a terminal) is the scheduler's to handle.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        _setup_django(databases)
+    except BaseException:  # noqa: BLE001  the pool reports why the worker could not start
+        conn.send({"ready": False, "error": traceback.format_exc(limit=-3)})
+        return
+    conn.send({"ready": True})
+    # Deferred until Django is set up: the registry is filled by app discovery.
+    from django.db import close_old_connections
+
+    from ..registry import registry
+
+    # One event loop for the worker's life: a new one per async run costs more than the run.
+    runner = asyncio.Runner()
+    while True:
+        try:
+            request = conn.recv()
+        except (EOFError, OSError):
+            return
+        if request is None:
+            return
+        task_name, kwargs, result_limit = request
+        reply = _run(registry.get(task_name), task_name, kwargs, result_limit, runner)
+        close_old_connections()
+        reply["peak_memory_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        try:
+            conn.send(reply)
+        except (BrokenPipeError, OSError):
+            return
+
+
+def _setup_django(databases: dict[str, Any]) -> None:
+    # Imported here so that importing this module (in the fork server) sets up nothing.
+    import django
+    from django.apps import apps
+    from django.conf import settings
+
+    if not apps.ready:
+        # The parent's databases as configured now (a test run points them elsewhere).
+        settings.DATABASES = databases
+        django.setup()
+
+
+def _run(
+    declaration: Any, task_name: str, kwargs: dict, result_limit: int, runner: asyncio.Runner
+) -> dict:
+    if declaration is None:
+        return {
+            "ok": False,
+            "error": f"task '{task_name}' is not declared in the worker process "
+            "(declared in __main__ or inside a function? declare it at module level in tasks.py)",
+            "traceback": "",
+        }
+    try:
+        if inspect.iscoroutinefunction(declaration.func):
+            result = runner.run(declaration.func(**kwargs))
+        else:
+            result = declaration.func(**kwargs)
+    except BaseException as exc:  # noqa: BLE001  a task's SystemExit fails its run, not the worker
+        return {"ok": False, "error": describe_exception(exc), "traceback": traceback.format_exc()}
+    return {"ok": True, "result": jsonable(result, result_limit)}
+
+
+def describe_exception(exc: BaseException) -> str:
+    name = type(exc).__name__
+    if isinstance(exc, SystemExit):
+        return f"SystemExit: the task called sys.exit({exc.code!r})"
+    text = str(exc)
+    return f"{name}: {text}" if text else name
+
+
+def jsonable(result: Any, limit: int) -> Any:
+    """The result as JSON, truncated to `limit` characters; repr() if it is not JSON."""
+    try:
+        text = json.dumps(result)
+    except (TypeError, ValueError):
+        result = repr(result)
+        text = json.dumps(result)
+    if len(text) > limit:
+        return {"truncated": True, "preview": text[:limit]}
+    return result
+
+
+def exit_description(exitcode: int | None) -> str:
+    """Why a worker process ended, in an operator's words."""
+    if exitcode is None:
+        return "the worker process ended"
+    if exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        hint = " (out of memory, or killed from outside?)" if name == "SIGKILL" else ""
+        return f"the worker process was killed by {name}{hint}"
+    return f"the worker process exited with code {exitcode} (os._exit in the task?)"
+
+
+if os.name != "posix":  # pragma: no cover - the pool relies on fork/forkserver semantics
+    raise ImportError("worker processes need a POSIX system")

@@ -1,0 +1,168 @@
+"""The worker pool with real worker processes: every way a task can end, and every stop.
+
+These tests are about processes, so they start real ones; none waits on a slot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+
+import pytest
+
+from schedules.scheduler.pool import PoolLimits, WorkerDied, WorkerPool
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie still answers kill(0): it no longer executes anything.
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.fixture
+async def pool():
+    pools: list[WorkerPool] = []
+
+    def make(**limits) -> WorkerPool:
+        made = WorkerPool(PoolLimits(**{"min_workers": 0, "kill_grace": 0.5, **limits}))
+        pools.append(made)
+        return made
+
+    yield make
+    for made in pools:
+        await made.close()
+
+
+async def run(pool: WorkerPool, task: str, **kwargs) -> dict:
+    return await pool.run(task, kwargs, result_limit=10_000)
+
+
+async def test_a_run_executes_in_a_worker_process_not_the_scheduler(pool) -> None:
+    workers = pool()
+    reply = await run(workers, "test.pid")
+    assert reply["ok"]
+    assert reply["result"] != os.getpid()
+    assert reply["result"] in workers.pids()
+
+
+@pytest.mark.parametrize(
+    ("task", "error"),
+    [
+        ("test.sys_exit", "SystemExit: the task called sys.exit(3)"),
+        ("test.keyboard_interrupt", "KeyboardInterrupt"),
+        ("test.base_exception", "TaskEscape: escaped"),
+        ("test.fail", "RuntimeError: boom"),
+    ],
+)
+async def test_any_exception_fails_only_the_run_and_the_worker_serves_the_next(
+    pool, task, error
+) -> None:
+    workers = pool()
+    first = (await run(workers, "test.pid"))["result"]
+    reply = await run(workers, task)
+    assert reply["ok"] is False
+    assert reply["error"] == error
+    assert "Traceback" in reply["traceback"]
+    assert (await run(workers, "test.pid"))["result"] == first
+
+
+@pytest.mark.parametrize(
+    ("task", "reason"),
+    [
+        ("test.os_exit", "the worker process exited with code 7"),
+        ("test.segfault", "the worker process was killed by SIGSEGV"),
+    ],
+)
+async def test_a_worker_that_dies_fails_its_run_with_the_reason_and_is_replaced(
+    pool, task, reason
+) -> None:
+    workers = pool()
+    first = (await run(workers, "test.pid"))["result"]
+    with pytest.raises(WorkerDied, match=reason):
+        await run(workers, task)
+    assert not alive(first)
+    second = (await run(workers, "test.pid"))["result"]
+    assert second != first
+
+
+async def cancel_after_start(workers: WorkerPool, task: str, **kwargs) -> tuple[int, float]:
+    """Start a run, cancel it once it executes; (its worker's pid, seconds the stop took)."""
+    await run(workers, "test.pid")  # a worker that is set up, so the body starts at once
+    running = asyncio.ensure_future(run(workers, task, **kwargs))
+    await asyncio.sleep(0.3)  # the body is executing now
+    (pid,) = workers.busy_pids()
+    began = time.monotonic()
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    return pid, time.monotonic() - began
+
+
+async def test_cancelling_a_run_stops_its_worker_process_at_once(pool) -> None:
+    workers = pool()
+    pid, took = await cancel_after_start(workers, "test.sleep", seconds=30)
+    assert not alive(pid)
+    assert took < 0.5  # SIGTERM ends it; no kill grace needed
+    assert pid not in workers.pids()
+
+
+async def test_a_worker_that_ignores_sigterm_is_killed_after_the_grace(pool) -> None:
+    workers = pool(kill_grace=0.5)
+    pid, took = await cancel_after_start(workers, "test.stubborn", seconds=30)
+    assert not alive(pid)
+    assert 0.5 <= took < 2.0
+
+
+async def test_the_pool_grows_on_demand_to_its_maximum_then_runs_wait(pool, tmp_path) -> None:
+    workers = pool(max_workers=2)
+    assert workers.size == 0 and workers.free_capacity() == 2
+    held = [
+        asyncio.ensure_future(run(workers, "test.hold", marker_dir=str(tmp_path), seconds=30))
+        for _ in range(3)
+    ]
+    for _ in range(500):
+        if len(list(tmp_path.glob("*.start"))) == 2:
+            break
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.2)
+    assert len(list(tmp_path.glob("*.start"))) == 2  # the third waits for a worker
+    assert (workers.size, workers.busy, workers.waiting, workers.free_capacity()) == (2, 2, 1, 0)
+    held[0].cancel()
+    for _ in range(500):
+        if len(list(tmp_path.glob("*.start"))) == 3:
+            break
+        await asyncio.sleep(0.01)
+    assert len(list(tmp_path.glob("*.start"))) == 3
+    for task in held[1:]:
+        task.cancel()
+    await asyncio.gather(*held, return_exceptions=True)
+
+
+async def test_workers_are_recycled_after_their_maximum_number_of_runs(pool) -> None:
+    workers = pool(max_runs=2)
+    pids = [(await run(workers, "test.pid"))["result"] for _ in range(3)]
+    assert pids[0] == pids[1] != pids[2]
+
+
+async def test_a_worker_over_the_memory_limit_is_recycled_after_its_run(pool) -> None:
+    workers = pool(max_memory_mb=1)  # every worker is over 1 MB
+    pids = [(await run(workers, "test.pid"))["result"] for _ in range(2)]
+    assert pids[0] != pids[1]
+
+
+async def test_idle_workers_beyond_the_minimum_are_stopped(pool, tmp_path) -> None:
+    workers = pool(min_workers=1, max_workers=3, idle_timeout=0)
+    await workers.start()
+    assert workers.size == 1
+    await asyncio.gather(*(run(workers, "test.sleep", seconds=0.3) for _ in range(3)))
+    assert workers.size == 3  # never more than the maximum, spares included
+    assert workers.trim() == 2
+    assert workers.size == 1
