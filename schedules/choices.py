@@ -32,6 +32,11 @@ class Misfire(models.TextChoices):
     ALL = "all"
 
 
+class RateMode(models.TextChoices):
+    SKIP = "skip", "skip the run"
+    WAIT = "wait", "wait for a token"
+
+
 class Dispatch(models.TextChoices):
     INLINE = "inline", "in the scheduler"
     ENQUEUE = "enqueue", "on the worker pool"

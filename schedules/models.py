@@ -20,6 +20,7 @@ from .choices import (
     Dispatch,
     Misfire,
     Overlap,
+    RateMode,
     RunReason,
     RunStatus,
     ScheduleSource,
@@ -152,6 +153,14 @@ class Schedule(models.Model):
     misfire = models.CharField(max_length=16, choices=Misfire.choices, default=Misfire.SKIP)
     misfire_grace = models.FloatField(default=60.0, help_text="seconds")
     priority = models.IntegerField(default=0)
+    rate_limit = models.PositiveIntegerField(
+        null=True, blank=True, help_text="at most this many runs per rate period (all processes)"
+    )
+    rate_period = models.FloatField(default=60.0, help_text="seconds")
+    rate_mode = models.CharField(
+        max_length=8, choices=RateMode.choices, default=RateMode.SKIP,
+        help_text="over the limit: skip the run, or wait until a token is free",
+    )  # fmt: skip
     dispatch = models.CharField(
         max_length=16,
         choices=Dispatch.choices,
@@ -394,6 +403,17 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.schedule_code} {self.action} by {self.actor or '?'}"
+
+
+class RateBucket(models.Model):
+    """A token bucket shared by every process (schedules/ratelimit.py)."""
+
+    key = models.CharField(max_length=200, primary_key=True)  # "task:<name>", "schedule:<id>"
+    tokens = models.FloatField()
+    refilled_at = models.FloatField(help_text="epoch seconds")
+
+    def __str__(self) -> str:
+        return f"{self.key}: {self.tokens:.2f}"
 
 
 # Defined beside their concern, registered with the app by being imported here.

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from .alerts.schema import InvalidRules, clean_rules
-from .choices import Dispatch, Misfire, Overlap, priority_value
+from .choices import Dispatch, Misfire, Overlap, RateMode, priority_value
 from .timing import Cron, Interval, InvalidTrigger, Trigger
 
 logger = logging.getLogger(__name__)
@@ -36,6 +36,9 @@ class TaskOptions:
     misfire: str = "skip"
     misfire_grace: float = 60.0
     priority: int = 0
+    rate_limit: int | None = None
+    rate_period: float = 60.0
+    rate_mode: str = "skip"
     dispatch: str = "inline"
 
 
@@ -232,7 +235,15 @@ def _option_problems(options: TaskOptions) -> list[str]:
         problems.append("retry_delay must not be negative")
     if not isinstance(options.max_instances, int) or options.max_instances < 1:
         problems.append("max_instances must be at least 1")
-    for option, choices in (("overlap", Overlap), ("misfire", Misfire), ("dispatch", Dispatch)):
+    if options.rate_limit is not None and (
+        not isinstance(options.rate_limit, int) or options.rate_limit < 1
+    ):
+        problems.append("rate_limit must be a whole number of runs, at least 1, or None")
+    if not options.rate_period > 0:
+        problems.append("rate_period must be positive seconds")
+    choice_sets = (("overlap", Overlap), ("misfire", Misfire), ("dispatch", Dispatch),
+                   ("rate_mode", RateMode))  # fmt: skip
+    for option, choices in choice_sets:
         if getattr(options, option) not in choices.values:
             problems.append(f"{option} must be one of {', '.join(choices.values)}")
     if not options.misfire_grace >= 0:

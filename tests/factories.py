@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from datetime import UTC, datetime, timedelta
 
 from asgiref.sync import sync_to_async
@@ -70,3 +71,16 @@ def every(seconds: float) -> dict:
 def inline_executor(**options) -> Executor:
     """Task bodies in this process, so unit tests can gate them and never wait on workers."""
     return Executor(pool=None, sync_workers=8, **options)
+
+
+def alive(pid: int) -> bool:
+    """Whether a process still executes: a zombie (exited, not yet reaped) does not."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False

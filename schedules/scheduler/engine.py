@@ -357,6 +357,8 @@ class Scheduler:
             return
         self.hooks.finished(finished, final=retry is None)
         await self._publish(finished)
+        if finished.status == RunStatus.QUEUED:
+            self.wake()  # deferred by a rate limit: the sleep is recomputed for it
         if retry is not None:
             await self._publish(retry)
             self.wake()  # the sleep is recomputed: the retry starts at its time

@@ -26,7 +26,15 @@ from ..conf import setting
 from ..models import Run, RunStatus, Schedule
 from ..registry import TaskDeclaration
 from .child import describe_exception, jsonable
-from .pipeline import Middleware, RunContext, RunSkipped, RunTimedOut, build_pipeline
+from .pipeline import (
+    Middleware,
+    RunContext,
+    RunDeferred,
+    RunSkipped,
+    RunTimedOut,
+    build_pipeline,
+    schedule_rate_limit,
+)
 from .pool import PoolLimits, Worker, WorkerDied, WorkerPool
 
 
@@ -66,6 +74,9 @@ def context_for(run: Run, schedule: Schedule) -> RunContext:
         timeout=schedule.effective_timeout,
         reason=run.reason,
         slot=run.slot,
+        rate_limit=schedule.rate_limit,
+        rate_period=schedule.rate_period,
+        rate_mode=schedule.rate_mode,
     )
 
 
@@ -116,7 +127,7 @@ class Executor:
         handler = build_pipeline(
             self._innermost(declaration, worker),
             context,
-            [*self.middleware, *declaration.middleware],
+            [*self.middleware, *declaration.middleware, schedule_rate_limit],
         )
         try:
             return await self._outcome(handler, context)
@@ -131,6 +142,8 @@ class Executor:
             return Outcome(RunStatus.TIMED_OUT, str(exc), retry_in=context.retry_in)
         except RunSkipped as exc:
             return Outcome(RunStatus.SKIPPED, str(exc))
+        except RunDeferred as exc:  # back to the queue: `retry_in` says when
+            return Outcome(RunStatus.QUEUED, str(exc), retry_in=exc.seconds)
         except TaskFailed as exc:
             return Outcome(RunStatus.FAILED, exc.error, exc.traceback, retry_in=context.retry_in)
         except Exception as exc:

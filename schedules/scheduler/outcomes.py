@@ -42,9 +42,17 @@ def finish_runs(*, items: list[tuple[Run, dict]], now: datetime) -> list[tuple]:
             .values_list("pk", flat=True)
         )
         finished = []
+        deferred = []
         for run, outcome in items:
             if run.pk not in ours:
                 results.append((None, None))
+                continue
+            if outcome["status"] == RunStatus.QUEUED:  # deferred: back in the queue
+                run.status, run.started_at, run.scheduler = RunStatus.QUEUED, None, ""
+                run.not_before = now + timedelta(seconds=outcome["retry_in"] or 0)
+                run.error = outcome["error"]
+                deferred.append(run)
+                results.append((run, None))
                 continue
             run.status, run.finished_at = outcome["status"], now
             run.error, run.traceback, run.result = (
@@ -68,6 +76,8 @@ def finish_runs(*, items: list[tuple[Run, dict]], now: datetime) -> list[tuple]:
             elif schedule is not None and schedule.trigger.get("kind") not in ("interval", "cron"):
                 completing.append(schedule.pk)
             results.append((run, retry))
+        waiting = ["status", "started_at", "scheduler", "not_before", "error"]
+        update_each(Run, waiting, [(*(getattr(r, f) for f in waiting), r.pk) for r in deferred])
         fields = ["status", "finished_at", "error", "traceback", "result"]
         update_each(Run, fields, [(*(getattr(r, f) for f in fields), r.pk) for r in finished])
         record_on_schedules(finished)

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from .. import ratelimit
+
 logger = logging.getLogger("schedules.runs")
 
 Handler = Callable[["RunContext"], Awaitable[Any]]
@@ -27,6 +29,14 @@ class RunTimedOut(Exception):
 
 class RunSkipped(Exception):
     """The run was not executed (rate limit, overlap); the message says why."""
+
+
+class RunDeferred(Exception):
+    """The run goes back to the queue for `seconds` (a rate limit in wait mode)."""
+
+    def __init__(self, seconds: float, why: str) -> None:
+        super().__init__(why)
+        self.seconds = seconds
 
 
 @dataclass
@@ -45,6 +55,10 @@ class RunContext:
     timeout: float | None
     reason: str
     slot: datetime | None
+    # The schedule's own rate limit (runs per period, and skip or wait).
+    rate_limit: int | None = None
+    rate_period: float = 60.0
+    rate_mode: str = "skip"
     # Set by the retry middleware: seconds until the next attempt.
     retry_in: float | None = None
 
@@ -77,7 +91,7 @@ def retry(handler: Handler, run: RunContext) -> Handler:
     async def with_retry(run: RunContext) -> Any:
         try:
             return await handler(run)
-        except RunSkipped:
+        except (RunSkipped, RunDeferred):
             raise
         except Exception:
             if run.attempt < run.max_attempts:
@@ -111,26 +125,49 @@ def log_run(handler: Handler, run: RunContext) -> Handler:
     return with_log
 
 
-def rate_limit(rate: int, per: float = 60.0, *, clock: Callable[[], float] = time.monotonic):
-    """A token bucket shared by every run of the task: at most `rate` runs per `per` seconds.
+def rate_limit(
+    rate: int,
+    per: float = 60.0,
+    *,
+    mode: str = "skip",
+    key: str | None = None,
+    clock: Callable[[], float] = time.time,
+):
+    """A token bucket shared by every run of the task in every process: at most `rate`
+    runs per `per` seconds (kept in the database, so N schedulers allow `rate`, not N times).
 
-    Runs over the limit are recorded as skipped, with the limit as the reason.
+    Over the limit, `mode="skip"` records the run skipped with the limit as the
+    reason; `mode="wait"` puts it back in the queue until a token is free.
     """
     if rate < 1 or per <= 0:
         raise ValueError("rate_limit needs rate >= 1 and per > 0")
-    bucket = {"tokens": float(rate), "at": clock()}
+    if mode not in ("skip", "wait"):
+        raise ValueError("rate_limit mode must be skip or wait")
 
     def factory(handler: Handler, run: RunContext) -> Handler:
-        async def limited(run: RunContext) -> Any:
-            now = clock()
-            refill = (now - bucket["at"]) * rate / per
-            bucket["tokens"] = min(float(rate), bucket["tokens"] + refill)
-            bucket["at"] = now
-            if bucket["tokens"] < 1:
-                raise RunSkipped(f"rate limit: at most {rate} runs per {per:g}s")
-            bucket["tokens"] -= 1
-            return await handler(run)
-
-        return limited
+        bucket = key or f"task:{run.task_name}"
+        return _limited(handler, bucket, rate=rate, per=per, mode=mode, clock=clock)
 
     return factory
+
+
+def schedule_rate_limit(handler: Handler, run: RunContext) -> Handler:
+    """The schedule's own limit (`rate_limit` runs per `rate_period`), if it has one."""
+    if not run.rate_limit:
+        return handler
+    return _limited(
+        handler, f"schedule:{run.schedule_id}", rate=run.rate_limit, per=run.rate_period,
+        mode=run.rate_mode, clock=time.time,
+    )  # fmt: skip
+
+
+def _limited(handler: Handler, bucket: str, *, rate: int, per: float, mode: str, clock):
+    async def limited(run: RunContext) -> Any:
+        wait = await asyncio.to_thread(ratelimit.take, bucket, rate=rate, per=per, clock=clock)
+        if wait:
+            if mode == "wait":
+                raise RunDeferred(wait, f"rate limit: waiting {wait:.1f}s for a token")
+            raise RunSkipped(f"rate limit: at most {rate} runs per {per:g}s")
+        return await handler(run)
+
+    return limited

@@ -42,8 +42,9 @@ class ScheduleForm(forms.ModelForm):
             self.initial["kwargs"] = json.dumps(self.instance.kwargs, indent=2, ensure_ascii=False)
         else:
             self.initial.setdefault("kwargs", "{}")
-        # Older clients and scripts post no dispatch: the model's default applies.
-        self.fields["dispatch"].required = False
+        # An option left out (older clients, scripts) takes the model's default.
+        for name in ("dispatch", "rate_period", "rate_mode"):
+            self.fields[name].required = False
         self.fields["priority"] = forms.CharField(
             required=False,
             initial=self.initial.get("priority", self.instance.priority),
@@ -68,8 +69,18 @@ class ScheduleForm(forms.ModelForm):
         except ValueError as exc:
             raise forms.ValidationError(str(exc)) from None
 
+    def _or_default(self, name: str):
+        value = self.cleaned_data.get(name)
+        return Schedule._meta.get_field(name).default if value in (None, "") else value
+
     def clean_dispatch(self) -> str:
-        return self.cleaned_data.get("dispatch") or Schedule._meta.get_field("dispatch").default
+        return self._or_default("dispatch")
+
+    def clean_rate_period(self) -> float:
+        return self._or_default("rate_period")
+
+    def clean_rate_mode(self) -> str:
+        return self._or_default("rate_mode")
 
     def clean_kwargs(self) -> dict:
         text = self.cleaned_data.get("kwargs") or "{}"

@@ -241,3 +241,19 @@ def test_an_edit_saves_only_what_changed_and_never_rewinds_a_claimed_slot(editor
     schedule.refresh_from_db()
     assert (schedule.next_run_at, schedule.run_count, schedule.max_attempts) == (moved, 7, 3)
     assert schedule.version == 2
+
+
+def test_an_edited_code_default_says_how_it_differs_and_offers_reset(client, editor) -> None:
+    from schedules import services
+
+    services.sync_code_defaults()
+    record = Schedule.objects.get(code="test.every_hour")
+    services.schedule_update(schedule=record, trigger=every(120), by=editor)
+    client.force_login(editor)
+    html = client.get(f"/schedules/{record.pk}/").content.decode()
+    assert "Differs from the code's default" in html
+    assert "Reset to the code's default" in html
+    client.post(f"/schedules/{record.pk}/reset/")
+    record.refresh_from_db()
+    assert (record.trigger["every"], record.source) == (3600, "code")
+    assert "Differs from the code" not in client.get(f"/schedules/{record.pk}/").content.decode()

@@ -7,7 +7,6 @@ their pids, and whether those pids still live), not only from the records.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import time
@@ -17,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.factories import alive
+
 from .conftest import free_port
 from .test_runscheduler import parse
 
@@ -24,17 +25,6 @@ pytestmark = pytest.mark.slow
 
 EVERY_SECOND = {"kind": "interval", "every": 1}
 RARELY = {"kind": "interval", "every": 3600}
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def run_now(site, *codes: str) -> None:

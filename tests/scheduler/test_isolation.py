@@ -22,8 +22,7 @@ from schedules.registry import registry
 from schedules.scheduler.engine import Scheduler
 from schedules.scheduler.executor import Executor
 from schedules.scheduler.pool import PoolLimits, WorkerPool
-from tests.factories import create, every, runs_of
-from tests.scheduler.test_pool import alive
+from tests.factories import alive, create, every, runs_of
 
 
 @pytest.fixture

@@ -12,19 +12,7 @@ import time
 import pytest
 
 from schedules.scheduler.pool import PoolLimits, WorkerDied, WorkerPool
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie still answers kill(0): it no longer executes anything.
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split(")")[-1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
+from tests.factories import alive
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_GET
 
 from ...alerts import rules as alert_rules
 from ...alerts import selectors as alert_selectors
+from ...defaults import differences
 from ...models import Run
 from .. import access
 from ..charts import HEIGHT, WIDTH, duration_bars
@@ -52,6 +53,8 @@ def schedule_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "timeout_text": timeout_text,
         "queued_count": Run.objects.queued().filter(schedule=schedule).count(),
         "changes": list(schedule.audit_events.order_by("-at", "-pk")[:10]),
+        # An operator-edited code default: how it differs from what the code declares.
+        "code_differences": differences(schedule) if schedule.source == "operator" else {},
         "longest": longest,
         "chart_width": WIDTH,
         "chart_height": HEIGHT,
