@@ -7,7 +7,16 @@ from django.contrib import admin, messages
 from django.utils import timezone
 
 from . import services, tokens
-from .models import ApiToken, AuditEvent, Run, Schedule, SchedulerInstance
+from .models import (
+    ApiToken,
+    AuditEvent,
+    Incident,
+    IncidentEvent,
+    Notification,
+    Run,
+    Schedule,
+    SchedulerInstance,
+)
 from .registry import OPTION_NAMES
 from .timing import InvalidTrigger
 from .validation import InvalidKwargs, json_text, kwargs_from_text, parse_trigger
@@ -221,3 +230,27 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request) -> bool:
         return False
+
+
+class IncidentEventInline(admin.TabularInline):
+    model = IncidentEvent
+    extra = 0
+    readonly_fields = ["at", "event", "text", "run_id"]
+
+
+@admin.register(Incident)
+class IncidentAdmin(admin.ModelAdmin):
+    list_display = ["pk", "schedule_code", "kind", "opened_at", "closed_at", "summary"]
+    list_filter = ["kind", ("closed_at", admin.EmptyFieldListFilter)]
+    search_fields = ["schedule_code", "task_name", "summary"]
+    inlines = [IncidentEventInline]
+
+
+@admin.register(Notification)
+class NotificationAdmin(admin.ModelAdmin):
+    """The outbox and its delivery log (the channel's URL is not part of the record)."""
+
+    list_display = ["pk", "event", "channel_label", "status", "attempts", "created_at", "sent_at"]
+    list_filter = ["status", "event"]
+    exclude = ["env_url"]  # it may carry a webhook secret
+    readonly_fields = ["incident", "channel", "payload", "claimed_by", "claimed_at", "answer"]

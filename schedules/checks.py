@@ -21,6 +21,7 @@ from django.db import DatabaseError
 from django.utils.module_loading import import_string
 
 from .models import Schedule
+from .notify.targets import env_problems
 from .registry import registry
 from .validation import kwargs_fit
 
@@ -184,3 +185,16 @@ def check_host_setup(app_configs: object = None, **kwargs: object) -> list[Check
             )
         )
     return found
+
+
+@register("schedules")
+def check_notify_urls(app_configs: object = None, **kwargs: object) -> list[Warning]:
+    """A SILLO_NOTIFY URL that no channel kind accepts is skipped; say so at start-up."""
+    return [
+        Warning(
+            f"SILLO_NOTIFY: {problem}",
+            hint="docs/alerts.md lists the URL forms.",
+            id="schedules.W011",
+        )
+        for problem in env_problems()
+    ]

@@ -45,7 +45,6 @@ DEFAULTS: dict[str, Any] = {
     "SILLO_BACKLOG_DEGRADED": 60.0,
     "SILLO_BACKLOG_STALLED": 300.0,
     "SILLO_HEALTH_WINDOW": 3600.0,
-    "SILLO_METRICS_WINDOW": 300.0,
     # The validation gate (schedules/validation.py, docs/security.md): overrides of
     # timing.Limits fields (max_depth, max_children, max_nodes, max_text,
     # max_seconds, max_spec_bytes, search_budget), and the kwargs rules.
@@ -67,6 +66,27 @@ DEFAULTS: dict[str, Any] = {
     # Requests per API token (or per logged-in user) and period, counted in Django's
     # default cache; None turns throttling off. See docs/api.md.
     "SILLO_API_THROTTLE": "600/min",
+    # Alerts (docs/alerts.md). The global default rules; tasks (`alert=`) and
+    # schedules override them key by key.
+    "SILLO_ALERTS": {},
+    # Channel URLs from the environment: http(s) webhook, mailto:, apprise URLs.
+    "SILLO_NOTIFY": [],
+    # Absolute links in notifications.
+    "SILLO_BASE_URL": "http://localhost:8000",
+    # Delivery: attempts per notification, backoff, one send's timeout, polling.
+    "SILLO_NOTIFY_MAX_ATTEMPTS": 5,
+    "SILLO_NOTIFY_RETRY_DELAY": 30.0,
+    "SILLO_NOTIFY_MAX_RETRY_DELAY": 3600.0,
+    "SILLO_NOTIFY_TIMEOUT": 10.0,
+    "SILLO_NOTIFY_POLL": 2.0,
+    # The Django mailer (MAILERS alias) the `mailto:` channel sends with.
+    "SILLO_NOTIFY_MAILER": "default",
+    # A notification claimed by a deliverer that died is retried after this.
+    "SILLO_NOTIFY_LEASE": 300.0,
+    # How often each scheduler looks for late slots, stuck runs and due probes.
+    "SILLO_ALERT_CHECK_INTERVAL": 10.0,
+    # Schedules exported with their own `schedule` label in /metrics; the rest sum into "_other".
+    "SILLO_METRICS_MAX_SCHEDULES": 100,
     "SILLO_MIDDLEWARE": [
         "schedules.scheduler.pipeline.log_run",
         "schedules.scheduler.pipeline.retry",

@@ -36,6 +36,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FINISHED",
+    "Channel",
+    "Incident",
+    "IncidentEvent",
+    "Notification",
+    "RunCounter",
     "Dispatch",
     "Misfire",
     "Overlap",
@@ -193,6 +198,14 @@ class Schedule(models.Model):
     last_duration = models.FloatField(null=True, blank=True, help_text="seconds")
     run_count = models.PositiveBigIntegerField(default=0)
     error_count = models.PositiveBigIntegerField(default=0)
+    # Alerts (docs/alerts.md): final failures in a row, last outcomes, the rules' overrides.
+    consecutive_failures = models.PositiveIntegerField(default=0)
+    last_success_at = models.DateTimeField(null=True, blank=True)
+    last_failure_at = models.DateTimeField(null=True, blank=True)
+    pause_reason = models.CharField(max_length=200, blank=True)
+    alert = models.JSONField(
+        default=dict, blank=True, help_text="alert rules overriding the task's and the global ones"
+    )
 
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -491,3 +504,13 @@ class ApiToken(models.Model):
         if self.expires_at is not None and self.expires_at <= (now or timezone.now()):
             return "expired"
         return "active"
+
+
+# Defined beside their concern, registered with the app by being imported here.
+from .alerts.models import (  # noqa: E402
+    Channel,
+    Incident,
+    IncidentEvent,
+    Notification,
+    RunCounter,
+)

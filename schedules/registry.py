@@ -22,6 +22,7 @@ from typing import Any
 
 from django.tasks import Task
 
+from .alerts.schema import InvalidRules, clean_rules
 from .choices import Dispatch, Misfire, Overlap, RateMode, priority_value
 from .timing import Cron, Interval, InvalidTrigger, Trigger
 
@@ -66,6 +67,9 @@ class TaskDeclaration:
     problems: list[str] = field(default_factory=list)
     # The django.tasks Task declared, whose backend, queue and priority its runs use.
     django_task: Task | None = None
+    # Alert rules (docs/alerts.md): read live, not copied into the record, so that
+    # every schedule of the task follows the code unless it overrides a rule.
+    alert: dict[str, Any] = field(default_factory=dict)
 
     @property
     def module(self) -> str:
@@ -161,14 +165,16 @@ def task(
     tz: str | None = None,
     middleware: Sequence[Callable] = (),
     isolation: str = "process",
+    alert: dict[str, Any] | None = None,
     **options: Any,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare a function, or a `django.tasks` Task, as a schedulable task called `name`.
 
     `every` (seconds) or `cron` (with `tz`) give the task a code default: a
     schedule record created when missing. `options` are the fields of
-    `TaskOptions` (timeout, max_attempts, retry_delay, ...). `name` defaults
-    to the function's dotted path. The function (or Task) is returned unchanged.
+    `TaskOptions` (timeout, max_attempts, retry_delay, ...). `alert` gives the
+    task's default alert rules (docs/alerts.md). `name` defaults to the
+    function's dotted path. The function (or Task) is returned unchanged.
 
     On a Django task (`@schedules.task(...)` above `@task`), runs default to
     `dispatch="enqueue"` on the task's own backend, queue and priority.
@@ -218,6 +224,11 @@ def task(
         declaration.problems.extend(_option_problems(declaration.options))
         if django_task is not None:
             declaration.problems.extend(_django_task_problems(django_task, declaration.options))
+        if alert:
+            try:
+                declaration.alert = clean_rules(alert)
+            except InvalidRules as exc:
+                declaration.problems.append(f"invalid alert rules: {exc}")
         if not isinstance(task_name, str) or not task_name.strip():
             declaration.problems.append("task name must be a non-empty string")
         if every is not None and cron is not None:

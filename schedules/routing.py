@@ -25,10 +25,16 @@ from django.urls import NoReverseMatch, URLPattern, path, reverse
 from .scheduler.hints import SchedulerWakeConsumer
 from .wake import SCHEDULER_CHANNEL
 from .web.consumers import RunEventsConsumer
+from .web.incident_consumer import IncidentCountConsumer
 
 SOCKET_PATH = "ws/runs/"
 
-websocket_urlpatterns = [path(SOCKET_PATH, RunEventsConsumer.as_asgi())]
+INCIDENTS_PATH = "ws/incidents/"
+
+websocket_urlpatterns = [
+    path(SOCKET_PATH, RunEventsConsumer.as_asgi()),
+    path(INCIDENTS_PATH, IncidentCountConsumer.as_asgi()),
+]
 
 # runscheduler listens on this channel itself; a `runworker scheduler` uses this router.
 channel_routes = {SCHEDULER_CHANNEL: SchedulerWakeConsumer.as_asgi()}
@@ -44,7 +50,11 @@ def socket_path() -> str:
 
 def mounted_websocket_urlpatterns() -> list[URLPattern]:
     """The websocket routes at the path the host's URLconf gives the app."""
-    return [path(socket_path(), RunEventsConsumer.as_asgi())]
+    mount = socket_path().removesuffix(SOCKET_PATH)
+    return [
+        path(mount + SOCKET_PATH, RunEventsConsumer.as_asgi()),
+        path(mount + INCIDENTS_PATH, IncidentCountConsumer.as_asgi()),
+    ]
 
 
 def asgi_application(http: Any, *, websocket: Sequence[URLPattern] = ()) -> ProtocolTypeRouter:

@@ -16,6 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from . import audit, defaults
+from .alerts import record as alerts
 from .inputs import kwargs_problem
 from .models import Run, RunReason, RunStatus, Schedule, ScheduleSource, ScheduleStatus
 from .registry import Registry, registry
@@ -102,6 +103,13 @@ def _transition(
                 error="dropped from the queue: the schedule was cancelled",
             )
         audit.record(verb, schedule=current, by=by, via=via)
+        # Resuming closes an auto-pause; stopping ends a late incident (docs/alerts.md).
+        who = audit.actor(by) or "the code"
+        if current.status == ScheduleStatus.ACTIVE:
+            alerts.schedule_resumed(schedule=current, by=who, now=now)
+            current.pause_reason = ""
+        else:
+            alerts.schedule_stopped(schedule=current, why=f"{verb} by {who}", now=now)
     if current.status == ScheduleStatus.ACTIVE:
         wake_schedulers()
     return current
@@ -115,7 +123,8 @@ def schedule_pause(*, schedule: Schedule, by: Actor = None, via: str = "") -> Sc
 def schedule_resume(
     *, schedule: Schedule, by: Actor = None, via: str = "", now: datetime | None = None
 ) -> Schedule:
-    """Back to active; the next slot is computed from now, missed slots are not run."""
+    """Back to active; the next slot is computed from now, missed slots are not run.
+    Resuming an auto-paused schedule closes its auto-paused incident."""
     return _transition(schedule=schedule, verb="resume", by=by, via=via, now=now)
 
 
@@ -296,8 +305,9 @@ def _plain(value: object) -> object:
 
 
 def schedule_delete(*, schedule: Schedule, by: Actor = None, via: str = "") -> None:
-    """Delete a schedule; its runs and audit events stay (with its code)."""
+    """Delete a schedule; its runs, audit events and incidents stay (with its code)."""
     with transaction.atomic():
+        alerts.schedule_deleted(schedule=schedule, now=timezone.now())
         audit.record("delete", schedule=None, code=schedule.code, by=by, via=via)
         schedule.delete()
 

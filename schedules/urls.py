@@ -13,8 +13,11 @@ from django.urls import URLPattern, URLResolver, include, path
 
 from .web.access import login_required
 from .web.views import (
+    alert_rules,
     api_tokens,
+    channels,
     health,
+    incidents,
     live,
     metrics,
     run_actions,
@@ -62,6 +65,12 @@ urlpatterns = _login_by_default(
             name="schedule-drop-queued",
         ),
         path("runs/<int:pk>/cancel/", run_actions.run_cancel, name="run-cancel"),
+        path("schedules/<int:pk>/alerts/", alert_rules.schedule_alerts, name="schedule-alerts"),
+        path(
+            "schedules/<int:pk>/alerts/test/",
+            alert_rules.schedule_alerts_test,
+            name="schedule-alerts-test",
+        ),
         path(
             "schedules/<int:pk>/<slug:action>/",
             schedule_actions.schedule_action,
@@ -69,9 +78,17 @@ urlpatterns = _login_by_default(
         ),
         path("live/", live.live_log, name="live-log"),
         path("tasks/", task_list.task_list, name="task-list"),
+        path("incidents/", incidents.incident_list, name="incident-list"),
+        path("incidents/<int:pk>/", incidents.incident_detail, name="incident-detail"),
+        path("channels/", channels.channel_list, name="channel-list"),
+        path("channels/<int:pk>/toggle/", channels.channel_toggle, name="channel-toggle"),
+        path("channels/<int:pk>/delete/", channels.channel_delete, name="channel-delete"),
+        path("channels/<int:pk>/test/", channels.channel_test, name="channel-test"),
+        path("channels/env/<int:index>/test/", channels.env_channel_test, name="env-channel-test"),
         # The live pages' websocket (schedules.routing serves it at this same path):
         # named here so templates and the ASGI routes follow the host's prefix.
         path("ws/runs/", socket.run_events, name="run-events"),
+        path("ws/incidents/", socket.run_events, name="incident-events"),
         path("account/api-tokens/", api_tokens.token_list, name="api-tokens"),
         path(
             "account/api-tokens/<int:pk>/revoke/", api_tokens.token_revoke, name="api-token-revoke"

@@ -259,6 +259,29 @@ SILLO_HEALTH_TOKEN = os.environ.get("SILLO_HEALTH_TOKEN", "")
 if SILLO_METRICS == "token" and len(SILLO_METRICS_TOKEN) < 16:
     raise ImproperlyConfigured("SILLO_METRICS=token needs SILLO_METRICS_TOKEN of 16+ characters")
 
+# Alerts (docs/alerts.md): channel URLs for every incident notification, and
+# the address links in notifications point to.
+SILLO_NOTIFY = env_list("SILLO_NOTIFY", "")
+SILLO_BASE_URL = os.environ.get("SILLO_BASE_URL", "http://localhost:8000")
+
+# Email (the `mailto:` channel) through Django's mailers.
+MAILERS = {
+    "default": {
+        "BACKEND": "django.core.mail.backends.smtp.EmailBackend",
+        "OPTIONS": {
+            "host": os.environ.get("DJANGO_EMAIL_HOST", "localhost"),
+            "port": int(os.environ.get("DJANGO_EMAIL_PORT", "25")),
+            "username": os.environ.get("DJANGO_EMAIL_USER", ""),
+            "password": os.environ.get("DJANGO_EMAIL_PASSWORD", ""),
+            "use_tls": env_bool("DJANGO_EMAIL_USE_TLS", False),
+            "use_ssl": env_bool("DJANGO_EMAIL_USE_SSL", False),
+            "timeout": 10,
+        },
+    }
+}
+DEFAULT_FROM_EMAIL = os.environ.get("DJANGO_DEFAULT_FROM_EMAIL", "sillo@localhost")
+SERVER_EMAIL = DEFAULT_FROM_EMAIL
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -10,7 +10,10 @@ INSTALLED_APPS = [*INSTALLED_APPS, "tests.taskapp"]
 INSTALLED_APPS += [app for app in os.environ.get("SILLO_EXTRA_APPS", "").split(",") if app]
 
 # End-to-end tests shorten the scheduler's clocks through the environment.
-for _name in ("SILLO_STALE_AFTER", "SILLO_HEARTBEAT_INTERVAL", "SILLO_RESYNC_INTERVAL"):
+for _name in (
+    "SILLO_STALE_AFTER", "SILLO_HEARTBEAT_INTERVAL", "SILLO_RESYNC_INTERVAL",
+    "SILLO_ALERT_CHECK_INTERVAL", "SILLO_NOTIFY_POLL", "SILLO_NOTIFY_RETRY_DELAY",
+):  # fmt: skip
     if os.environ.get(_name):
         globals()[_name] = float(os.environ[_name])
 for _name in ("SILLO_MIN_WORKERS", "SILLO_MAX_WORKERS"):

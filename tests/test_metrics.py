@@ -7,6 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from schedules import counters
 from schedules.models import Run, SchedulerInstance
 from tests.factories import every, make_schedule
 
@@ -30,16 +31,29 @@ def test_the_numbers_come_from_the_records(client, settings) -> None:
     now = timezone.now()
     schedule = make_schedule("m", "test.echo", every(60))
     SchedulerInstance.objects.create(id="s1", host="h", pid=1, heartbeat_at=now)
+    finished = []
     for i, (late, status) in enumerate(((0.02, "succeeded"), (0.2, "succeeded"), (3.0, "failed"))):
         slot = now - timedelta(seconds=10 + i)
-        Run.objects.create(
-            schedule=schedule, schedule_code="m", task_name="test.echo", reason="scheduled",
-            status=status, slot=slot, started_at=slot + timedelta(seconds=late), finished_at=now,
-        )  # fmt: skip
-    schedule.run_count, schedule.error_count = 3, 1  # as the scheduler counts them
-    schedule.save()
-    Run.objects.create(schedule=schedule, schedule_code="m", task_name="test.echo",
-                       reason="manual", status="queued")  # fmt: skip
+        finished.append(
+            Run.objects.create(
+                schedule=schedule,
+                schedule_code="m",
+                task_name="test.echo",
+                reason="scheduled",
+                status=status,
+                slot=slot,
+                started_at=slot + timedelta(seconds=late),
+                finished_at=now,
+            )
+        )
+    counters.tally(finished)  # as the scheduler counts them when it records the outcomes
+    Run.objects.create(
+        schedule=schedule,
+        schedule_code="m",
+        task_name="test.echo",
+        reason="manual",
+        status="queued",
+    )
     response = client.get("/metrics")
     assert response.status_code == 200
     text = response.content.decode()
@@ -52,3 +66,59 @@ def test_the_numbers_come_from_the_records(client, settings) -> None:
     assert 'sillo_run_lateness_seconds_bucket{le="0.025"} 1.0' in text
     assert 'sillo_run_lateness_seconds_bucket{le="0.25"} 2.0' in text
     assert "sillo_run_lateness_seconds_count 3.0" in text
+    assert 'sillo_schedule_runs_total{schedule="m",status="failed"} 1.0' in text
+    assert 'sillo_schedule_run_duration_seconds_count{schedule="m"} 3.0' in text
+
+
+def test_counters_never_drop_and_histograms_are_cumulative(client, settings) -> None:
+    settings.SILLO_METRICS = "public"
+    now = timezone.now()
+    schedule = make_schedule("gone", "test.echo", every(60))
+    run = Run.objects.create(
+        schedule=schedule,
+        schedule_code="gone",
+        task_name="test.echo",
+        reason="manual",
+        status="succeeded",
+        started_at=now - timedelta(seconds=2),
+        finished_at=now,
+    )
+    counters.tally([run])
+    Run.objects.all().delete()
+    schedule.delete()
+    text = client.get("/metrics").content.decode()
+    assert "sillo_runs_total 1.0" in text
+    assert 'sillo_schedule_runs_total{schedule="gone",status="succeeded"} 1.0' in text
+    assert 'sillo_run_duration_seconds_bucket{le="1.0"} 0.0' in text
+    assert 'sillo_run_duration_seconds_bucket{le="5.0"} 1.0' in text
+    assert 'sillo_run_duration_seconds_bucket{le="+Inf"} 1.0' in text
+
+
+def test_schedules_past_the_label_limit_are_summed_under_other(client, settings) -> None:
+    settings.SILLO_METRICS, settings.SILLO_METRICS_MAX_SCHEDULES = "public", 2
+    now = timezone.now()
+    runs = []
+    for code in ("a", "b", "c", "d"):
+        schedule = make_schedule(code, "test.echo", every(60))
+        schedule.consecutive_failures = 2
+        schedule.last_failure_at = now
+        schedule.save()
+        runs.append(
+            Run.objects.create(
+                schedule=schedule,
+                schedule_code=code,
+                task_name="test.echo",
+                reason="manual",
+                status="failed",
+                started_at=now,
+                finished_at=now,
+            )
+        )
+        counters.tally(runs[-1:])
+    text = client.get("/metrics").content.decode()
+    assert 'sillo_schedule_runs_total{schedule="a",status="failed"} 1.0' in text
+    assert 'sillo_schedule_runs_total{schedule="b",status="failed"} 1.0' in text
+    assert 'sillo_schedule_runs_total{schedule="_other",status="failed"} 2.0' in text
+    assert 'schedule="c"' not in text and 'schedule="d"' not in text
+    assert 'sillo_schedule_consecutive_failures{schedule="a"} 2.0' in text
+    assert "sillo_schedule_last_failure_timestamp_seconds{" in text

@@ -16,6 +16,8 @@ from datetime import datetime, timedelta
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 
+from .. import counters
+from ..alerts import checks as alerts
 from ..conf import setting
 from ..models import Dispatch, Run, RunReason, RunStatus, Schedule, ScheduleStatus
 from ..registry import Registry
@@ -156,11 +158,13 @@ def _claim_batch(plans, now, instance_id, local_in_flight, slots: WorkerSlots):
     won = _advance_won_slots(plans)
     if not won:
         return [], []
-    in_flight = Run.objects.running_counts(schedule.pk for schedule, _ in won)
+    in_flight = Run.objects.running_counts(schedule.pk for schedule, *_ in won)
     replaced: list[int] = []
     created: list[Run] = []
     firsts: list[Run] = []
-    for schedule, planned in won:
+    # A slot claimed past its grace opens a late incident; one on time closes it.
+    alerts.after_claims(claimed=[(schedule, slot) for schedule, _, slot in won], now=now)
+    for schedule, planned, _ in won:
         # The first run starts now; further catch-up runs wait their turn in
         # the queue, so max_instances holds for them too.
         first = planned[0]
@@ -179,9 +183,10 @@ def _claim_batch(plans, now, instance_id, local_in_flight, slots: WorkerSlots):
         created += planned
         firsts.append(first)
     Run.objects.bulk_create(created)
+    counters.tally(run for run in created if run.status == RunStatus.SKIPPED)
     # A one-shot whose only slot passed its grace under misfire="skip" ran nothing and
     # has no slot left: it is done (one that runs completes after its last attempt).
-    done = [s.pk for s, planned in won if s.next_run_at is None and all(
+    done = [s.pk for s, planned, _ in won if s.next_run_at is None and all(
         run.status == RunStatus.SKIPPED for run in planned)]  # fmt: skip
     if done:
         Schedule.objects.filter(
@@ -194,7 +199,7 @@ def _claim_batch(plans, now, instance_id, local_in_flight, slots: WorkerSlots):
     return firsts, replaced
 
 
-def _advance_won_slots(plans) -> list[tuple[Schedule, list[Run]]]:
+def _advance_won_slots(plans) -> list[tuple[Schedule, list[Run], datetime]]:
     """Move each schedule whose slot is still the planned one to its next slot.
 
     The rows are locked first (PostgreSQL: FOR UPDATE; SQLite: the write lock
@@ -214,7 +219,7 @@ def _advance_won_slots(plans) -> list[tuple[Schedule, list[Run]]]:
     )
     for schedule, _, _, next_at in won:
         schedule.next_run_at = next_at
-    return [(schedule, planned) for schedule, _, planned, _ in won]
+    return [(schedule, planned, slot) for schedule, slot, planned, _ in won]
 
 
 def _plan(schedule: Schedule, trigger: Trigger, slot: datetime, now: datetime, max_catch_up: int):
@@ -374,6 +379,8 @@ def claim_queued(
             if run.status != RunStatus.RUNNING:
                 slots.give_back(task_name)
             run.save()
+            if run.status == RunStatus.SKIPPED:
+                counters.tally([run])
             runs.append(run)
     return runs, replaced
 

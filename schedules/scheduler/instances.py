@@ -11,8 +11,10 @@ import logging
 import os
 from datetime import datetime
 
+from django.db import transaction
 from django.db.models.functions import Now
 
+from ..alerts import record as alerts
 from ..models import Run, RunStatus, SchedulerInstance, stale_before
 from .outcomes import record_on_schedules
 
@@ -94,7 +96,10 @@ def recover_crashed(*, now: datetime, stale_after: float, host: str) -> list[Run
         if updated:
             run.status, run.finished_at, run.error = RunStatus.INTERRUPTED, now, error
             interrupted.append(run)
-    record_on_schedules(interrupted)
+    with transaction.atomic():
+        record_on_schedules(interrupted)
+        # An interrupted run is a final failure: incidents, notifications, counters.
+        alerts.after_outcomes(runs=interrupted, retried=set(), now=now)
     if interrupted:
         logger.warning("marked %d run(s) of dead schedulers interrupted", len(interrupted))
     return interrupted

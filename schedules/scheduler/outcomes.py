@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 
 from django.db import transaction
 
+from ..alerts import record as alerts
 from ..caps import cap_error, cap_traceback
 from ..choices import ERROR_OUTCOMES
 from ..models import Run, RunReason, RunStatus, Schedule, ScheduleStatus
@@ -32,6 +33,7 @@ def finish_runs(*, items: list[tuple[Run, dict]], now: datetime) -> list[tuple]:
     results: list[tuple] = []
     retries: list[Run] = []
     completing: list[int] = []
+    retried: set[int] = set()
     with transaction.atomic():
         # Runs another process ended meanwhile (replaced, interrupted) keep that ending.
         ours = set(
@@ -71,6 +73,7 @@ def finish_runs(*, items: list[tuple[Run, dict]], now: datetime) -> list[tuple]:
                 retry.parent_id = run.pk
                 retry.dispatch = run.dispatch
                 retries.append(retry)
+                retried.add(run.pk)
             elif schedule is not None and _kind(schedule.trigger) not in ("interval", "cron"):
                 completing.append(schedule.pk)
             results.append((run, retry))
@@ -79,6 +82,8 @@ def finish_runs(*, items: list[tuple[Run, dict]], now: datetime) -> list[tuple]:
         fields = ["status", "finished_at", "error", "traceback", "result"]
         update_each(Run, fields, [(*(getattr(r, f) for f in fields), r.pk) for r in finished])
         record_on_schedules(finished)
+        # Incidents, their notifications (the outbox), counters and outcome logs.
+        alerts.after_outcomes(runs=finished, retried=retried, now=now)
         if completing:
             # A one-shot with no slot left is done after its last attempt.
             Schedule.objects.filter(

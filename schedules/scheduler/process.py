@@ -14,6 +14,7 @@ from typing import Any
 
 from channels.routing import get_default_application
 
+from .alerting import Alerting
 from .engine import Scheduler
 from .hints import listen_for_hints
 
@@ -28,11 +29,15 @@ async def run_scheduler(*, on_stopped: Callable[[], None] | None = None) -> None
         loop.add_signal_handler(sig, stop.set)
     scheduler = Scheduler()
     listener = asyncio.create_task(listen_for_hints(stop))
+    # Incident sweeps and notification delivery: their own task, threads and timeouts.
+    alerting = asyncio.create_task(Alerting(instance_id=scheduler.instance_id).run_forever(stop))
     try:
         await scheduler.run_forever(stop)
     finally:
         listener.cancel()
         await asyncio.gather(listener, return_exceptions=True)
+        stop.set()  # also when the loop ended with an error: alerting stops with it
+        await asyncio.gather(alerting, return_exceptions=True)
         if on_stopped:
             on_stopped()
 

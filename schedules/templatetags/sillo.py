@@ -11,6 +11,8 @@ from django import template
 from django.contrib.messages import get_messages
 from django.urls import reverse
 
+from ..models import Incident
+from ..web.access import VIEW
 from ..web.context_processors import banners
 
 register = template.Library()
@@ -52,3 +54,18 @@ def sillo_socket() -> str:
     A path: htmx's websocket extension makes it ws:// or wss:// for the page's host.
     """
     return reverse("schedules:run-events") if live_updates_on() else ""
+
+
+@register.simple_tag(takes_context=True)
+def sillo_incident_count(context: template.Context) -> int | None:
+    """Open incidents for the header, or None for a user who may not view them."""
+    request = context.get("request")
+    if request is None or not request.user.has_perm(VIEW):
+        return None
+    return Incident.objects.open().count()
+
+
+@register.simple_tag
+def sillo_incident_socket() -> str:
+    """The header count's websocket URL under the host's mount, or "" without a layer."""
+    return reverse("schedules:incident-events") if live_updates_on() else ""

@@ -1,13 +1,15 @@
-"""Banners on every page: no scheduler alive, duplicates, orphans, failed imports."""
+"""On every page: banners (no scheduler alive, duplicates, orphans, failed imports) and the
+header's count of open incidents."""
 
 from __future__ import annotations
 
 from django.http import HttpRequest
 from django.utils import timezone
 
-from ..models import Schedule, SchedulerInstance
+from ..models import Incident, Schedule, SchedulerInstance
 from ..registry import registry
 from ..selectors import runs_waiting_for_a_worker
+from .access import VIEW
 
 
 def banners(request: HttpRequest) -> dict:
@@ -36,4 +38,8 @@ def banners(request: HttpRequest) -> dict:
     orphans = Schedule.objects.with_flag("orphan", registry).count()
     if orphans:
         found.append(("warning", f"{orphans} schedule(s) name a task no code declares (orphans)."))
-    return {"banners": found}
+    context = {"banners": found}
+    if request.user.has_perm(VIEW):
+        # The header's live count starts here; /ws/incidents/ keeps it current.
+        context["incident_count"] = Incident.objects.open().count()
+    return context

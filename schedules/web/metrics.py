@@ -1,15 +1,18 @@
 """Prometheus metrics, read from the database at scrape time.
 
 The database is the one place that sees every scheduler and worker, so the
-web process that answers the scrape reports for all of them. Lateness and
-duration are histograms of the runs finished in the last SILLO_METRICS_WINDOW
-seconds (a sliding window, not a process-lifetime counter).
+web process that answers the scrape reports for all of them. Run counts and
+the duration and lateness histograms come from the run counters
+(schedules/counters.py): monotonic, cumulative since the first run, never
+lowered by deleting a schedule or pruning runs. Per-schedule series carry a
+`schedule` label for at most SILLO_METRICS_MAX_SCHEDULES schedules (the first
+ones counted); the others are summed under `schedule="_other"`.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterator
-from datetime import timedelta
 
 from django.db.models import Count
 from django.utils import timezone
@@ -20,59 +23,161 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
+from ..choices import ERROR_OUTCOMES, RunStatus
 from ..conf import setting
-from ..models import Run, RunReason, Schedule, SchedulerInstance
+from ..counters import DURATION_BUCKETS, INF, LATENESS_BUCKETS, exported_codes
+from ..models import Incident, RunCounter, Schedule, SchedulerInstance
 from ..selectors import run_totals
 
-LATENESS_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
-DURATION_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600)
+OTHER = "_other"
 
 
-def _histogram(
-    name: str, documentation: str, values: list[float], buckets
-) -> HistogramMetricFamily:
-    counts = [sum(1 for v in values if v <= bound) for bound in buckets]
-    family = HistogramMetricFamily(name, documentation)
-    family.add_metric(
-        [],
-        buckets=[(str(b), c) for b, c in zip(buckets, counts, strict=True)]
-        + [("+Inf", len(values))],
-        sum_value=sum(values),
-    )
-    return family
+def _cumulative(counts: dict[str, float], buckets) -> list[tuple[str, float]]:
+    running, out = 0.0, []
+    for bound in buckets:
+        running += counts.get(str(bound), 0.0)
+        out.append((str(float(bound)), running))  # Prometheus writes le="1.0", not "1"
+    out.append((INF, running + counts.get(INF, 0.0)))
+    return out
 
 
 class SilloCollector(Collector):
     def collect(self) -> Iterator:
         now = timezone.now()
         stale_after = setting("SILLO_STALE_AFTER")
-        window = setting("SILLO_METRICS_WINDOW")
+        limit = setting("SILLO_METRICS_MAX_SCHEDULES")
+        labelled = exported_codes(limit)
+        if len(labelled) < limit:
+            for code in Schedule.objects.order_by("pk").values_list("code", flat=True)[:limit]:
+                if len(labelled) >= limit:
+                    break
+                labelled.add(code)
+
+        def label(code: str) -> str:
+            return code if code in labelled else OTHER
+
+        # One read of every counter; summed per exported label.
+        runs: dict[tuple[str, str], float] = defaultdict(float)
+        hist: dict[str, dict[str, dict[str, float]]] = {
+            "duration": defaultdict(dict),
+            "lateness": defaultdict(dict),
+        }
+        sums: dict[str, dict[str, float]] = {
+            "duration": defaultdict(float),
+            "lateness": defaultdict(float),
+        }
+        for code, name, value in RunCounter.objects.values_list("schedule_code", "name", "value"):
+            key = label(code)
+            kind, _, rest = name.partition(":")
+            if kind == "runs":
+                runs[(key, rest)] += value
+            elif kind in hist:
+                bucket = hist[kind][key]
+                bucket[rest] = bucket.get(rest, 0.0) + value
+            elif name.endswith("_sum") and name[:-4] in sums:
+                sums[name[:-4]][key] += value
+
+        executed = sum(v for (_, s), v in runs.items() if s != RunStatus.SKIPPED)
+        errors = sum(v for (_, s), v in runs.items() if s in ERROR_OUTCOMES)
+        yield CounterMetricFamily("sillo_runs", "Runs executed (not skipped)", value=executed)
+        yield CounterMetricFamily(
+            "sillo_run_errors", "Runs failed, timed out or interrupted", value=errors
+        )
+        by_status = CounterMetricFamily(
+            "sillo_schedule_runs", "Runs by schedule and outcome", labels=["schedule", "status"]
+        )
+        for (code, status), value in sorted(runs.items()):
+            by_status.add_metric([code, status], value)
+        yield by_status
 
         totals = run_totals()
-        yield CounterMetricFamily("sillo_runs", "Runs executed", value=totals["total"])
-        yield CounterMetricFamily(
-            "sillo_run_errors", "Runs failed, timed out or interrupted", value=totals["errors"]
-        )
         in_flight = GaugeMetricFamily("sillo_runs_in_flight", "Runs now", labels=["status"])
         for status in ("running", "queued"):
             in_flight.add_metric([status], totals[status])
         yield in_flight
 
+        for kind, buckets, doc in (
+            ("duration", DURATION_BUCKETS, "Duration of finished runs"),
+            ("lateness", LATENESS_BUCKETS, "Start minus slot of scheduled runs"),
+        ):
+            overall: dict[str, float] = defaultdict(float)
+            family = HistogramMetricFamily(
+                f"sillo_schedule_run_{kind}_seconds", f"{doc}, per schedule", labels=["schedule"]
+            )
+            for code, counts in sorted(hist[kind].items()):
+                family.add_metric([code], _cumulative(counts, buckets), sums[kind][code])
+                for bound, value in counts.items():
+                    overall[bound] += value
+            whole = HistogramMetricFamily(f"sillo_run_{kind}_seconds", doc)
+            whole.add_metric([], _cumulative(overall, buckets), sum(sums[kind].values()))
+            yield whole
+            yield family
+
+        yield from self._schedules(label, labelled)
+        yield from self._instances(now, stale_after)
+
+    def _schedules(self, label, labelled: set[str]) -> Iterator:
         schedules = GaugeMetricFamily("sillo_schedules", "Schedules, by status", labels=["status"])
         by_status = dict(Schedule.objects.values_list("status").annotate(n=Count("pk")))
         for status, n in sorted(by_status.items()):
             schedules.add_metric([status], n)
         yield schedules
 
+        success = GaugeMetricFamily(
+            "sillo_schedule_last_success_timestamp_seconds",
+            "When the schedule last succeeded",
+            labels=["schedule"],
+        )
+        failure = GaugeMetricFamily(
+            "sillo_schedule_last_failure_timestamp_seconds",
+            "When the schedule last failed",
+            labels=["schedule"],
+        )
+        failures = GaugeMetricFamily(
+            "sillo_schedule_consecutive_failures", "Final failures in a row", labels=["schedule"]
+        )
+        rows = Schedule.objects.filter(code__in=sorted(labelled)).values_list(
+            "code", "last_success_at", "last_failure_at", "consecutive_failures"
+        )
+        for code, last_success, last_failure, in_a_row in sorted(rows):
+            if last_success:
+                success.add_metric([code], last_success.timestamp())
+            if last_failure:
+                failure.add_metric([code], last_failure.timestamp())
+            failures.add_metric([code], in_a_row)
+        yield success
+        yield failure
+        yield failures
+
+        per_schedule = GaugeMetricFamily(
+            "sillo_schedule_open_incidents", "Open incidents per schedule", labels=["schedule"]
+        )
+        per_kind = GaugeMetricFamily(
+            "sillo_incidents_open", "Open incidents, by kind", labels=["kind"]
+        )
+        counts: dict[str, int] = defaultdict(int)
+        kinds: dict[str, int] = defaultdict(int)
+        for code, kind in Incident.objects.open().values_list("schedule_code", "kind"):
+            counts[label(code)] += 1
+            kinds[kind] += 1
+        for code, n in sorted(counts.items()):
+            per_schedule.add_metric([code], n)
+        for kind, n in sorted(kinds.items()):
+            per_kind.add_metric([kind], n)
+        yield per_schedule
+        yield per_kind
+
+    def _instances(self, now, stale_after: float) -> Iterator:
         alive = GaugeMetricFamily(
             "sillo_instances_alive",
             "Schedulers and workers with a fresh heartbeat",
             labels=["kind"],
         )
         age = GaugeMetricFamily(
-            "sillo_heartbeat_age_seconds", "Seconds since each live instance's heartbeat",
+            "sillo_heartbeat_age_seconds",
+            "Seconds since each live instance's heartbeat",
             labels=["instance", "kind"],
-        )  # fmt: skip
+        )
         fresh = {"scheduler": 0, "worker": 0}
         for instance in SchedulerInstance.objects.filter(stopped_at__isnull=True):
             seconds = (now - instance.heartbeat_at).total_seconds()
@@ -83,24 +188,3 @@ class SilloCollector(Collector):
             alive.add_metric([kind], n)
         yield alive
         yield age
-
-        recent = Run.objects.filter(
-            finished_at__gte=now - timedelta(seconds=window), started_at__isnull=False
-        ).values_list("reason", "slot", "started_at", "finished_at")
-        lateness, durations = [], []
-        for reason, slot, started, finished in recent:
-            durations.append((finished - started).total_seconds())
-            if reason == RunReason.SCHEDULED and slot is not None:
-                lateness.append(max(0.0, (started - slot).total_seconds()))
-        yield _histogram(
-            "sillo_run_lateness_seconds",
-            f"Start minus slot of scheduled runs finished in the last {window:g}s",
-            lateness,
-            LATENESS_BUCKETS,
-        )
-        yield _histogram(
-            "sillo_run_duration_seconds",
-            f"Duration of runs finished in the last {window:g}s",
-            durations,
-            DURATION_BUCKETS,
-        )

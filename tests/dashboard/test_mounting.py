@@ -19,7 +19,7 @@ from .conftest import HX
 
 PREFIX = "/ops/scheduler/"
 LOGIN_MIDDLEWARE = "django.contrib.auth.middleware.LoginRequiredMiddleware"
-SAMPLE_ARGS = {"pk": 1, "action": "pause"}
+SAMPLE_ARGS = {"pk": 1, "action": "pause", "index": 0}
 
 
 @pytest.fixture
@@ -101,8 +101,8 @@ def test_every_link_form_htmx_request_and_socket_follows_the_prefix(host, editor
 
 def test_the_websocket_route_follows_the_mount(host) -> None:
     assert socket_path() == "ops/scheduler/ws/runs/"
-    (route,) = mounted_websocket_urlpatterns()
-    assert str(route.pattern) == "ops/scheduler/ws/runs/"
+    routes = [str(route.pattern) for route in mounted_websocket_urlpatterns()]
+    assert routes == ["ops/scheduler/ws/runs/", "ops/scheduler/ws/incidents/"]
 
 
 @pytest.mark.django_db(transaction=True)

@@ -159,3 +159,11 @@ def stubborn(seconds: float = 30.0) -> None:
     """Ignores SIGTERM, as some libraries' workers do: only SIGKILL stops it."""
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     time.sleep(seconds)
+
+
+@schedules.task("test.until_file")
+def until_file(path: str) -> str:
+    """Fails until `path` exists: end-to-end tests recover a failing schedule with it."""
+    if not os.path.exists(path):
+        raise RuntimeError(f"{path} is missing")
+    return "found"

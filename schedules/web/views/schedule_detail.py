@@ -8,6 +8,8 @@ from django.template.response import TemplateResponse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from ...alerts import rules as alert_rules
+from ...alerts import selectors as alert_selectors
 from ...defaults import differences
 from ...models import Run
 from ...validation import json_text
@@ -56,6 +58,8 @@ def schedule_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "longest": longest,
         "chart_width": WIDTH,
         "chart_height": HEIGHT,
+        "effective": alert_rules.explained(schedule),
+        "incidents": alert_selectors.incidents_of(schedule),
         **access.abilities(request.user),
     }
     return TemplateResponse(request, "schedules/detail.html", context)

@@ -1,0 +1,43 @@
+"""Reads of incidents and deliveries for the dashboard: open ones, a schedule's, the log."""
+
+from __future__ import annotations
+
+from django.db.models import Count, Q, QuerySet
+
+from ..models import Schedule
+from .models import Incident, Notification, NotificationStatus
+
+
+def open_incidents() -> QuerySet[Incident]:
+    return Incident.objects.open().order_by("-opened_at", "-pk")
+
+
+def closed_incidents() -> QuerySet[Incident]:
+    return Incident.objects.filter(closed_at__isnull=False).order_by("-closed_at", "-pk")
+
+
+def incidents_of(schedule: Schedule, limit: int = 10) -> list[Incident]:
+    return list(Incident.objects.filter(schedule=schedule).order_by("-opened_at", "-pk")[:limit])
+
+
+def delivery_summary() -> list[dict]:
+    """Per channel: sent, failed and retrying (pending after a failed attempt) counts."""
+    retrying = Q(status=NotificationStatus.PENDING, attempts__gt=0) | Q(
+        status=NotificationStatus.SENDING
+    )
+    return list(
+        Notification.objects.values("channel_label")
+        .annotate(
+            sent=Count("pk", filter=Q(status=NotificationStatus.SENT)),
+            failed=Count("pk", filter=Q(status=NotificationStatus.FAILED)),
+            retrying=Count("pk", filter=retrying),
+            waiting=Count("pk", filter=Q(status=NotificationStatus.PENDING, attempts=0)),
+        )
+        .order_by("channel_label")
+    )
+
+
+def delivery_log(limit: int = 50) -> list[Notification]:
+    return list(
+        Notification.objects.select_related("incident").order_by("-created_at", "-pk")[:limit]
+    )
