@@ -17,7 +17,8 @@ DOCS = ROOT / "docs"
 TARGET = DOCS / "benchmarks.md"
 ASSETS = DOCS / "benchmarks"
 SYSTEM_NAMES = {
-    "sillo": "Sillo Dash",
+    "sillo": "Sillo Dash (runs in worker processes, the default)",
+    "sillo-inline": 'Sillo Dash, task declared isolation="inline"',
     "apscheduler3-memory": "APScheduler 3, memory store",
     "apscheduler3-sqlalchemy": "APScheduler 3, SQLAlchemy store (SQLite)",
     "naive": "naive: wake every second, scan every record",
@@ -385,6 +386,7 @@ def plot_lateness(load_: dict, path: Path) -> None:
     axes = axes if len(sizes) > 1 else [axes]
     styles = {
         "sillo": "-",
+        "sillo-inline": (0, (5, 1, 1, 1)),
         "apscheduler3-memory": "--",
         "apscheduler3-sqlalchemy": "-.",
         "naive": ":",
@@ -398,7 +400,7 @@ def plot_lateness(load_: dict, path: Path) -> None:
             axis.plot(
                 values,
                 share,
-                styles.get(name, "-"),
+                linestyle=styles.get(name, "-"),
                 label=SYSTEM_NAMES.get(name, name),
                 linewidth=1.6,
             )
