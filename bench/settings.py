@@ -4,3 +4,8 @@ from sillo_dash.settings import *  # noqa: F403
 from sillo_dash.settings import INSTALLED_APPS
 
 INSTALLED_APPS = [*INSTALLED_APPS, "bench.benchapp"]
+
+# The pool starts whole, so the steady phases measure a warm pool rather than its growth
+# (a worker is a fork of the fork server; the benchmark's own main module is imported
+# again in each new worker, which manage.py's is not worth).
+SILLO_MIN_WORKERS = 8

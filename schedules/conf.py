@@ -28,6 +28,8 @@ DEFAULTS: dict[str, Any] = {
     "SILLO_WORKER_MAX_MEMORY_MB": 1024,  # ... or once its peak memory passes this (0: no limit)
     "SILLO_WORKER_IDLE_TIMEOUT": 60.0,  # idle workers beyond the minimum stop after this
     "SILLO_KILL_GRACE": 1.0,  # seconds between SIGTERM and SIGKILL when a run is stopped
+    # Runs that wait in the scheduler for a worker beyond the busy ones; more wait queued.
+    "SILLO_WORKER_BACKLOG": 64,
     # Timeout of tasks that declare none; a task declares timeout=0 to run without one.
     "SILLO_DEFAULT_TIMEOUT": 3600.0,
     "SILLO_CLAIM_BATCH": 500,
@@ -112,6 +114,7 @@ RANGES: tuple[tuple[str, float, float], ...] = (
     ("SILLO_WORKER_MAX_MEMORY_MB", 0, 10**7),
     ("SILLO_WORKER_IDLE_TIMEOUT", 0, 10**7),
     ("SILLO_KILL_GRACE", 0, 600),
+    ("SILLO_WORKER_BACKLOG", 0, 100_000),
     ("SILLO_DEFAULT_TIMEOUT", 0, 10**9),
     ("SILLO_SHUTDOWN_GRACE", 0, 86400),
     ("SILLO_CLAIM_BATCH", 1, 100_000),

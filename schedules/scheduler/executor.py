@@ -239,5 +239,6 @@ def default_pool() -> WorkerPool:
             max_memory_mb=setting("SILLO_WORKER_MAX_MEMORY_MB"),
             idle_timeout=setting("SILLO_WORKER_IDLE_TIMEOUT"),
             kill_grace=setting("SILLO_KILL_GRACE"),
+            backlog=setting("SILLO_WORKER_BACKLOG"),
         )
     )

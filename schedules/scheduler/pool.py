@@ -53,6 +53,10 @@ class PoolLimits:
     max_memory_mb: float = 1024
     idle_timeout: float = 60.0
     kill_grace: float = 1.0
+    # Runs that may wait in the scheduler for a worker (claimed, started as one frees)
+    # beyond the busy ones: a burst is handed over with no database round trip each;
+    # past it, runs wait `queued` in the database.
+    backlog: int = 64
 
 
 @dataclass(eq=False)
@@ -97,7 +101,9 @@ class WorkerPool:
         return sum(1 for waiter in self._waiters if not waiter.done())
 
     def free_capacity(self) -> int:
-        return max(0, self.limits.max_workers - len(self._busy) - self.waiting)
+        """Runs the scheduler may start now: free workers plus room in the backlog."""
+        room = self.limits.max_workers + self.limits.backlog
+        return max(0, room - len(self._busy) - self.waiting)
 
     def pids(self) -> list[int]:
         return [w.pid for w in [*self._idle, *self._busy] if w.pid is not None]

@@ -28,7 +28,7 @@ from tests.factories import alive, create, every, runs_of
 @pytest.fixture
 async def pooled(clock, transactional_db):
     """A scheduler whose runs execute in a real pool of at most two workers."""
-    pool = WorkerPool(PoolLimits(min_workers=0, max_workers=2, kill_grace=0.5))
+    pool = WorkerPool(PoolLimits(min_workers=0, max_workers=2, kill_grace=0.5, backlog=0))
     instance = Scheduler(clock=clock, tasks=registry, executor=Executor(pool=pool, sync_workers=2))
     await instance.start()
     yield instance

@@ -20,7 +20,9 @@ async def pool():
     pools: list[WorkerPool] = []
 
     def make(**limits) -> WorkerPool:
-        made = WorkerPool(PoolLimits(**{"min_workers": 0, "kill_grace": 0.5, **limits}))
+        made = WorkerPool(
+            PoolLimits(**{"min_workers": 0, "kill_grace": 0.5, "backlog": 0, **limits})
+        )
         pools.append(made)
         return made
 
@@ -132,6 +134,10 @@ async def test_the_pool_grows_on_demand_to_its_maximum_then_runs_wait(pool, tmp_
     for task in held[1:]:
         task.cancel()
     await asyncio.gather(*held, return_exceptions=True)
+
+
+def test_runs_may_wait_in_the_backlog_beyond_the_busy_workers(pool) -> None:
+    assert pool(max_workers=2, backlog=5).free_capacity() == 7
 
 
 async def test_workers_are_recycled_after_their_maximum_number_of_runs(pool) -> None:
