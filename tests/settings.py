@@ -16,7 +16,7 @@ for _name in (
 ):  # fmt: skip
     if os.environ.get(_name):
         globals()[_name] = float(os.environ[_name])
-for _name in ("SILLO_MIN_WORKERS", "SILLO_MAX_WORKERS"):
+for _name in ("SILLO_MIN_WORKERS", "SILLO_MAX_WORKERS", "SILLO_WORKER_BACKLOG"):
     if os.environ.get(_name):
         globals()[_name] = int(os.environ[_name])
 SILLO_SHUTDOWN_GRACE = float(os.environ.get("SILLO_SHUTDOWN_GRACE", "3"))

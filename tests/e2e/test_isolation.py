@@ -258,6 +258,7 @@ def test_sigterm_with_a_hung_task_exits_within_grace_plus_five_seconds(site) -> 
 def test_health_answers_while_every_worker_is_busy_and_says_runs_wait(site) -> None:
     folder = markers(site)
     site.env["SILLO_MAX_WORKERS"] = "1"
+    site.env["SILLO_WORKER_BACKLOG"] = "0"  # no run waits in the scheduler: it stays queued
     site.schedules(
         [
             (f"hold{i}", "test.hold", RARELY, {"kwargs": {"marker_dir": str(folder)}})
