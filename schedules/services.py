@@ -250,6 +250,8 @@ def schedule_update(
     if "kwargs" in fields:
         task_name = str(fields.get("task_name") or schedule.task_name)
         fields["kwargs"] = checked_kwargs(fields["kwargs"], task_name)
+    if "tz" in fields and not fields["tz"]:
+        fields["tz"] = display_zone(parsed)  # left empty: the trigger's own zone
     # Computed before the row is locked: a costly trigger never holds the write lock.
     upcoming = _future_fire(parsed, now)
     with transaction.atomic():

@@ -235,3 +235,10 @@ def test_cancel_drops_the_queued_runs() -> None:
     (run,) = Run.objects.filter(schedule=schedule)
     assert run.status == RunStatus.CANCELLED
     assert "the schedule was cancelled" in run.error
+
+
+def test_an_edit_that_leaves_the_zone_empty_shows_the_triggers_zone() -> None:
+    berlin = {"kind": "cron", "expression": "0 9 * * *", "tz": "Europe/Berlin"}
+    schedule = make_schedule("zoned", "test.echo", every(60), tz="Asia/Tokyo")
+    edited = services.schedule_update(schedule=schedule, trigger=berlin, tz="", now=T0)
+    assert edited.tz == "Europe/Berlin"
