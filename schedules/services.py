@@ -72,9 +72,11 @@ def _transition(
     # The next slot is computed before the transaction: a search never runs while
     # the database's write lock is held (SQLite's would stall every scheduler).
     upcoming = None
+    exhausted = False  # a trigger that parses and has no fire time left
     if to == ScheduleStatus.ACTIVE:
         fresh = Schedule.objects.filter(pk=schedule.pk).first() or schedule
         upcoming = next_slot(fresh, after=now)
+        exhausted = upcoming is None and _parses(fresh)
     with transaction.atomic():
         current = Schedule.objects.select_for_update().get(pk=schedule.pk)
         if current.status not in sources:
@@ -87,9 +89,7 @@ def _transition(
                 "after now; edit the trigger first"
             )
         # A resumed one-shot whose time passed while it was paused is done.
-        current.status = (
-            ScheduleStatus.COMPLETED if to == ScheduleStatus.ACTIVE and upcoming is None else to
-        )
+        current.status = ScheduleStatus.COMPLETED if exhausted else to
         current.next_run_at = upcoming
         fields = ["status", "next_run_at", "updated_at"]
         if upcoming is not None and current.invalid_reason:
@@ -143,6 +143,14 @@ def schedule_reactivate(
     """A completed or cancelled schedule becomes active again, if its trigger has a future
     fire time (edit a past date first)."""
     return _transition(schedule=schedule, verb="reactivate", by=by, via=via, now=now)
+
+
+def _parses(schedule: Schedule) -> bool:
+    try:
+        schedule.get_trigger()
+    except Exception:  # noqa: BLE001  a parked record may fail in any way; it is not "done"
+        return False
+    return True
 
 
 def next_slot(schedule: Schedule, *, after: datetime) -> datetime | None:

@@ -242,3 +242,12 @@ def test_an_edit_that_leaves_the_zone_empty_shows_the_triggers_zone() -> None:
     schedule = make_schedule("zoned", "test.echo", every(60), tz="Asia/Tokyo")
     edited = services.schedule_update(schedule=schedule, trigger=berlin, tz="", now=T0)
     assert edited.tz == "Europe/Berlin"
+
+
+def test_resuming_a_schedule_whose_trigger_no_longer_parses_keeps_it_active_not_done() -> None:
+    schedule = make_schedule("broken", "test.echo", every(60))
+    Schedule.objects.filter(pk=schedule.pk).update(
+        status=ScheduleStatus.PAUSED, trigger={"kind": "cron", "expression": "not cron"}
+    )
+    resumed = services.schedule_resume(schedule=schedule, now=T0)
+    assert (resumed.status, resumed.next_run_at) == (ScheduleStatus.ACTIVE, None)
