@@ -13,7 +13,7 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from functools import partial
@@ -38,6 +38,8 @@ MAX_BACKOFF = 30.0
 # While runs are in flight, how often to look for runs another process ended
 # (an operator's cancel, a replace): a cancel takes effect within this plus the kill grace.
 CANCEL_CHECK_INTERVAL = 0.5
+# After shutdown's grace, how long stopped runs may take to have their outcome written.
+RECORD_GRACE = 4.0
 
 
 class Scheduler:
@@ -64,6 +66,9 @@ class Scheduler:
         self._stopping = False
         self._started = False
         self.in_flight: dict[int, asyncio.Task] = {}
+        # Launched runs that need a worker process, from their claim until recorded:
+        # a run counts against the pool before its task has reached `acquire`.
+        self._worker_runs: set[int] = set()
         self._last: dict[str, float] = {}  # step -> monotonic time it last ran
         self._prune_cursor = retention.Cursor()
         self.recorder = OutcomeRecorder(db=self.db, clock=self.clock)
@@ -159,7 +164,11 @@ class Scheduler:
             for task in pending:
                 task.cancel("scheduler shut down")
             if pending:
-                await asyncio.wait(pending)
+                # Their outcomes are being written; bounded, so the process exits even
+                # if the database is gone (the next scheduler marks them interrupted).
+                _, unrecorded = await asyncio.wait(pending, timeout=RECORD_GRACE)
+                if unrecorded:
+                    logger.error("%d run(s) stopped unrecorded", len(unrecorded))
         try:
             await self.db(
                 instances.stop_instance, instance_id=self.instance_id, now=self.clock.now()
@@ -239,9 +248,11 @@ class Scheduler:
         if pool is None:
             return claims.UNLIMITED
         return claims.WorkerSlots(
-            pool.free_capacity(),
-            lambda name: self.executor.in_worker(self.tasks.get(name)),
+            max(0, pool.capacity - len(self._worker_runs)), self._needs_worker
         )
+
+    def _needs_worker(self, task_name: str) -> bool:
+        return self.executor.in_worker(self.tasks.get(task_name))
 
     async def _sleep_after_pass(self) -> float:
         """Until the next slot or queued run (queued ones only if a worker is free),
@@ -330,6 +341,8 @@ class Scheduler:
             return
         task = asyncio.create_task(self._execute(run), name=f"run-{run.pk}")
         self.in_flight[run.pk] = task
+        if self._needs_worker(run.task_name):
+            self._worker_runs.add(run.pk)
         task.add_done_callback(partial(self._forget, run.pk))
 
     def _forget(self, run_id: int, _task: asyncio.Task) -> None:
@@ -337,6 +350,7 @@ class Scheduler:
         # its own recheck time, which the next sleep already honours; waking on
         # every finished run only cost an empty pass just before the next slot.
         self.in_flight.pop(run_id, None)
+        self._worker_runs.discard(run_id)
         if self._waiting_for_worker:
             self.wake()
 
@@ -345,14 +359,14 @@ class Scheduler:
     async def _execute(self, run: Run) -> None:
         declaration = self.tasks.get(run.task_name)
         context = context_for(run, run.schedule)
-        self.hooks.started(run)
-        await self._publish(run)
         try:
+            self.hooks.started(run)
+            await self._publish(run)
             outcome = await self.executor.execute(declaration, context)
         except asyncio.CancelledError as exc:
             why = exc.args[0] if exc.args else "scheduler shut down"
             outcome = Outcome(RunStatus.CANCELLED, str(why))
-        finished, retry = await self.recorder.record(run, outcome)
+        finished, retry = await _despite_cancel(self.recorder.record(run, outcome))
         if finished is None:  # ended elsewhere (replaced, cancelled, marked interrupted)
             ended = await self.db(Run.objects.filter(pk=run.pk).first)
             if ended is not None:
@@ -382,6 +396,18 @@ class Scheduler:
 
     async def _publish(self, run: Run) -> None:
         await publish_run(run)
+
+
+async def _despite_cancel[T](awaitable: Awaitable[T]) -> T:
+    """Await to the end even if the awaiting task is cancelled: a run's outcome is
+    written once its body has ended, whatever stops the scheduler meanwhile."""
+    future = asyncio.ensure_future(awaitable)
+    while True:
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            if future.cancelled():
+                raise
 
 
 def _db_call(fn: Callable[..., Any], kwargs: dict) -> Any:

@@ -100,10 +100,11 @@ class WorkerPool:
         """Runs waiting for a worker because every worker is busy."""
         return sum(1 for waiter in self._waiters if not waiter.done())
 
-    def free_capacity(self) -> int:
-        """Runs the scheduler may start now: free workers plus room in the backlog."""
-        room = self.limits.max_workers + self.limits.backlog
-        return max(0, room - len(self._busy) - self.waiting)
+    @property
+    def capacity(self) -> int:
+        """Runs the scheduler may have launched at once: one per worker, plus the
+        backlog that waits in the scheduler for a worker to free up."""
+        return self.limits.max_workers + self.limits.backlog
 
     def pids(self) -> list[int]:
         return [w.pid for w in [*self._idle, *self._busy] if w.pid is not None]

@@ -144,6 +144,22 @@ async def test_runs_beyond_the_free_workers_wait_queued_and_start_as_workers_fre
     await wait_for(lambda: len(started(tmp_path)) == 3)
 
 
+async def test_a_launched_run_counts_against_the_workers_before_it_holds_one(
+    pooled, clock, tmp_path
+) -> None:
+    kwargs = {"marker_dir": str(tmp_path), "seconds": 30}
+    for code in ("a", "b"):
+        await create(code, "test.hold", every(60), kwargs=kwargs)
+    late = await create("c", "test.hold", every(3600), kwargs=kwargs)
+    clock.advance(60)
+    await pooled.run_pass()  # a and b launched: their worker processes are still starting
+    assert pooled._worker_slots().free == 0
+    await sync_to_async(services.schedule_run_now)(schedule=late, by="tester")
+    await pooled.run_pass()
+    assert [r.status for r in await runs_of("c")] == [RunStatus.QUEUED]
+    await wait_for(lambda: len(started(tmp_path)) == 2)
+
+
 async def test_an_operator_cancel_stops_the_worker_and_keeps_who(pooled, clock, tmp_path) -> None:
     await create("long", "test.hold", every(60), kwargs={"marker_dir": str(tmp_path)})
     clock.advance(60)

@@ -557,3 +557,27 @@ async def test_an_outcome_survives_a_long_database_outage(scheduler, clock, monk
     assert max(clock.waits) == 10  # the pause between tries is capped
     (run,) = await runs_of("patient")
     assert run.status == RunStatus.SUCCEEDED
+
+
+async def test_shutdown_records_runs_stopped_while_their_start_was_being_announced(
+    clock, transactional_db, settings, monkeypatch
+):
+    """A slow channel layer (a busy Redis) must not leave a stopped run `running`."""
+    settings.SILLO_SHUTDOWN_GRACE = 0
+    announced = asyncio.Event()
+
+    async def slow_publish(run: Run) -> None:
+        if run.status == RunStatus.RUNNING:
+            announced.set()
+            await asyncio.Event().wait()  # the channel layer does not answer in time
+
+    monkeypatch.setattr("schedules.scheduler.engine.publish_run", slow_publish)
+    scheduler = Scheduler(clock=clock, executor=inline_executor())
+    await scheduler.start()
+    await create("announced", "test.echo", every(60))
+    clock.advance(60)
+    await scheduler.run_pass()
+    await announced.wait()
+    await scheduler.shutdown()
+    (run,) = await runs_of("announced")
+    assert (run.status, run.error) == (RunStatus.CANCELLED, "scheduler shut down")

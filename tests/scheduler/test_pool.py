@@ -113,7 +113,7 @@ async def test_a_worker_that_ignores_sigterm_is_killed_after_the_grace(pool) -> 
 
 async def test_the_pool_grows_on_demand_to_its_maximum_then_runs_wait(pool, tmp_path) -> None:
     workers = pool(max_workers=2)
-    assert workers.size == 0 and workers.free_capacity() == 2
+    assert workers.size == 0 and workers.capacity == 2
     held = [
         asyncio.ensure_future(run(workers, "test.hold", marker_dir=str(tmp_path), seconds=30))
         for _ in range(3)
@@ -124,7 +124,7 @@ async def test_the_pool_grows_on_demand_to_its_maximum_then_runs_wait(pool, tmp_
         await asyncio.sleep(0.01)
     await asyncio.sleep(0.2)
     assert len(list(tmp_path.glob("*.start"))) == 2  # the third waits for a worker
-    assert (workers.size, workers.busy, workers.waiting, workers.free_capacity()) == (2, 2, 1, 0)
+    assert (workers.size, workers.busy, workers.waiting) == (2, 2, 1)
     held[0].cancel()
     for _ in range(500):
         if len(list(tmp_path.glob("*.start"))) == 3:
@@ -137,7 +137,7 @@ async def test_the_pool_grows_on_demand_to_its_maximum_then_runs_wait(pool, tmp_
 
 
 def test_runs_may_wait_in_the_backlog_beyond_the_busy_workers(pool) -> None:
-    assert pool(max_workers=2, backlog=5).free_capacity() == 7
+    assert pool(max_workers=2, backlog=5).capacity == 7
 
 
 async def test_workers_are_recycled_after_their_maximum_number_of_runs(pool) -> None:
