@@ -106,6 +106,12 @@ class RunQuerySet(models.QuerySet["Run"]):
     def queued(self) -> RunQuerySet:
         return self.filter(status=RunStatus.QUEUED)
 
+    def startable(self) -> RunQuerySet:
+        """Leaves out the retries and catch-ups of paused schedules: they wait (a
+        manual run is an operator's explicit ask, and runs whatever the status)."""
+        paused = Q(schedule__status=ScheduleStatus.PAUSED) & ~Q(reason=RunReason.MANUAL)
+        return self.exclude(paused)
+
     def for_schedule(self, schedule: Schedule | int) -> RunQuerySet:
         """A schedule's runs, newest first (run_history_idx)."""
         return self.filter(schedule=schedule).order_by("-queued_at", "-pk")

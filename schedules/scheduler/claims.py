@@ -14,7 +14,6 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
-from django.db.models import Q
 
 from .. import counters
 from ..alerts import checks as alerts
@@ -61,14 +60,7 @@ class WorkerSlots:
 UNLIMITED = WorkerSlots(None, lambda _name: False)
 
 
-def _in_flight(schedule_id: int, local: dict[int, int], exclude_run: int | None = None) -> int:
-    running = Run.objects.running().filter(schedule_id=schedule_id)
-    if exclude_run is not None:
-        running = running.exclude(pk=exclude_run)
-    return running.count() + local.get(schedule_id, 0)
-
-
-def _start_or_skip(
+def start_or_skip(
     run: Run, schedule: Schedule, *, now: datetime, instance_id: str, in_flight: int
 ) -> list[int]:
     """Set the run running, or skipped when max_instances is reached.
@@ -175,7 +167,7 @@ def _claim_batch(plans, now, instance_id, local_in_flight, slots: WorkerSlots):
                 created += planned  # queued: starts when a worker is free
                 firsts.append(first)
                 continue
-            replaced += _start_or_skip(
+            replaced += start_or_skip(
                 first, schedule, now=now, instance_id=instance_id, in_flight=busy
             )
             if first.status == RunStatus.RUNNING:
@@ -264,13 +256,13 @@ def _plan_schedule(
     misfit = signature_problem(declaration.func, schedule.kwargs) if declaration else ""
     if misfit:
         run = planned[-1]
-        _fail_unfit(run, misfit, now)
+        fail_unfit(run, misfit, now)
         _log_once(schedule.pk, "schedule %s: %s; its runs fail until fixed", schedule.code, misfit)
         planned = [run]
     return planned, next_at
 
 
-def _fail_unfit(run: Run, problem: str, now: datetime) -> None:
+def fail_unfit(run: Run, problem: str, now: datetime) -> None:
     run.status = RunStatus.FAILED
     run.started_at = run.finished_at = now
     run.error = f"not run: {problem} (the task's signature changed; fix the kwargs)"
@@ -311,87 +303,7 @@ def _park_invalid(schedule: Schedule, slot: datetime, message: str) -> None:
     )
 
 
-def claim_queued(
-    *,
-    now: datetime,
-    instance_id: str,
-    tasks: Registry,
-    limit: int,
-    local_in_flight: dict[int, int],
-    only: int | None = None,
-    dispatch_kind: str = Dispatch.INLINE,
-    slots: WorkerSlots = UNLIMITED,
-) -> tuple[list[Run], list[int]]:
-    """Claim queued runs (manual runs, retries) whose time has come, as workers allow.
-
-    Schedulers claim the runs they execute themselves (`inline`); a worker
-    claims the `enqueue` run its task names.
-    """
-    queued = _startable(
-        Run.objects.filter(status=RunStatus.QUEUED, not_before__lte=now, dispatch=dispatch_kind)
-    )
-    if only is not None:
-        queued = queued.filter(pk=only)
-    # By the schedule's priority, then by time: a critical retry jumps the queue.
-    ordered = queued.order_by("-schedule__priority", "not_before", "pk")
-    candidates = ordered.values_list("pk", "task_name")[:limit]
-    runs: list[Run] = []
-    replaced: list[int] = []
-    for run_id, task_name in candidates:
-        if not slots.take(task_name):
-            continue  # stays queued until a worker is free
-        with transaction.atomic():
-            run = Run.objects.select_related("schedule").filter(pk=run_id).first()
-            mine = run is not None and run.status == RunStatus.QUEUED
-            mine = mine and Run.objects.filter(pk=run_id, status=RunStatus.QUEUED).update(
-                status=RunStatus.RUNNING, scheduler=instance_id, started_at=now
-            )
-            if not mine:
-                slots.give_back(task_name)
-                continue
-            schedule = run.schedule
-            problem = _unrunnable(run, tasks)
-            misfit = "" if problem else _unfit(run, tasks)
-            if problem:
-                run.status, run.finished_at, run.error = RunStatus.SKIPPED, now, problem
-            elif misfit:
-                _fail_unfit(run, misfit, now)
-                run.save()
-                record_on_schedules([run])
-                runs.append(run)
-                continue
-            else:
-                in_flight = _in_flight(schedule.pk, local_in_flight, exclude_run=run.pk)
-                if run.reason == RunReason.CATCH_UP and in_flight >= schedule.max_instances:
-                    # A catch-up run waits for a free instance instead of being skipped.
-                    Run.objects.filter(pk=run_id).update(
-                        status=RunStatus.QUEUED,
-                        scheduler="",
-                        started_at=None,
-                        not_before=now + CATCH_UP_RECHECK,
-                    )
-                    dispatch.enqueue(run, run_after=now + CATCH_UP_RECHECK)
-                    slots.give_back(task_name)
-                    continue
-                replaced += _start_or_skip(
-                    run, schedule, now=now, instance_id=instance_id, in_flight=in_flight
-                )
-            if run.status != RunStatus.RUNNING:
-                slots.give_back(task_name)
-            run.save()
-            if run.status == RunStatus.SKIPPED:
-                counters.tally([run])
-            runs.append(run)
-    return runs, replaced
-
-
-def _startable(runs):
-    """Queued runs leave out the retries, catch-ups of paused schedules: they wait (a
-    manual run is an operator's explicit ask, and runs whatever the status)."""
-    return runs.exclude(Q(schedule__status=ScheduleStatus.PAUSED) & ~Q(reason=RunReason.MANUAL))
-
-
-def _unfit(run: Run, tasks: Registry) -> str:
+def unfit(run: Run, tasks: Registry) -> str:
     """Why a queued run's kwargs cannot reach its task, or ""."""
     problem = kwargs_problem(run.kwargs)
     if problem:
@@ -400,7 +312,7 @@ def _unfit(run: Run, tasks: Registry) -> str:
     return signature_problem(declaration.func, run.kwargs) if declaration else ""
 
 
-def _unrunnable(run: Run, tasks: Registry) -> str:
+def unrunnable(run: Run, tasks: Registry) -> str:
     if run.schedule is None:
         return "skipped: the schedule was deleted"
     refusal = tasks.refusal(run.task_name)
@@ -417,7 +329,9 @@ def next_wakeup(*, tasks: Registry, include_queued: bool = True) -> datetime | N
     if not include_queued:
         return slot
     queued = (
-        _startable(Run.objects.queued().filter(dispatch=Dispatch.INLINE))
+        Run.objects.queued()
+        .startable()
+        .filter(dispatch=Dispatch.INLINE)
         .order_by("not_before")
         .values_list("not_before", flat=True)
         .first()

@@ -26,7 +26,7 @@ from ..conf import setting
 from ..events import publish_run
 from ..models import Run, RunStatus
 from ..registry import Registry, registry
-from . import claims, hints, instances, outcomes, retention
+from . import claims, hints, instances, outcomes, queued, retention
 from .clock import Clock, SystemClock
 from .executor import Executor, Outcome, context_for, default_pool
 from .hooks import Hooks
@@ -62,6 +62,9 @@ class Scheduler:
         )
         # One thread for the scheduler's own queries, apart from web requests and tasks.
         self._db_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sillo-db")
+        # Retention on a thread (and connection) of its own: claims never queue behind it.
+        self._prune_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sillo-prune")
+        self._pruning: asyncio.Task | None = None
         self._wake = asyncio.Event()
         self._stopping = False
         self._started = False
@@ -178,8 +181,11 @@ class Scheduler:
         await self.executor.shutdown()
         await self.hooks.drain()
         self.hooks.shutdown()
-        self._db_pool.submit(connections.close_all)
-        self._db_pool.shutdown(wait=True)
+        if self._pruning is not None:
+            await asyncio.wait([self._pruning])
+        for pool in (self._db_pool, self._prune_pool):
+            pool.submit(connections.close_all)
+            pool.shutdown(wait=True)
         logger.info("scheduler %s stopped", self.instance_id)
 
     # -------------------------------------------------------------- one pass
@@ -199,8 +205,8 @@ class Scheduler:
                 self.hooks.finished(run, final=True)
                 await self._publish(run)
         await self._notice_cancelled()
-        if self._due("prune", setting("SILLO_PRUNE_INTERVAL"), now):
-            await self._prune(now)
+        if self._due("prune", setting("SILLO_PRUNE_INTERVAL"), now) and not self._prune_running:
+            self._pruning = asyncio.create_task(self._prune(now), name="prune")
         if self._due("sync", setting("SILLO_RESYNC_INTERVAL"), now):
             await self.db(services.sync_code_defaults, tasks=self.tasks, now=now)
             for name in sorted(self.tasks.duplicate_names()):
@@ -226,8 +232,8 @@ class Scheduler:
             await self._cancel_local(replaced, "replaced by a newer run")
             for run in runs:
                 await self._launch_or_report(run)
-            queued, replaced = await self.db(
-                claims.claim_queued,
+            waited, replaced = await self.db(
+                queued.claim_queued,
                 now=now,
                 instance_id=self.instance_id,
                 tasks=self.tasks,
@@ -237,7 +243,7 @@ class Scheduler:
             )
             self._waiting_for_worker = slots.free == 0
             await self._cancel_local(replaced, "replaced by a newer run")
-            for run in queued:
+            for run in waited:
                 await self._launch_or_report(run)
         if self.executor.pool is not None:
             self.executor.pool.trim()
@@ -268,9 +274,10 @@ class Scheduler:
         return delay
 
     async def wait_idle(self) -> None:
-        """Wait until every run this scheduler launched has been recorded."""
-        while self.in_flight:
-            await asyncio.wait(list(self.in_flight.values()))
+        """Wait until every run this scheduler launched has been recorded (and a
+        round of retention under way has ended)."""
+        while self.in_flight or self._prune_running:
+            await asyncio.wait([*self.in_flight.values(), *filter(None, [self._pruning])])
         await self.hooks.drain()
 
     async def _heartbeat(self, now: datetime) -> None:
@@ -296,7 +303,7 @@ class Scheduler:
     async def run_queued(self, run_id: int, dispatch_kind: str = "inline") -> None:
         """Claim and execute one queued run now, and wait for it."""
         runs, replaced = await self.db(
-            claims.claim_queued,
+            queued.claim_queued,
             now=self.clock.now(),
             instance_id=self.instance_id,
             tasks=self.tasks,
@@ -381,16 +388,24 @@ class Scheduler:
             await self._publish(retry)
             self.wake()  # the sleep is recomputed: the retry starts at its time
 
+    @property
+    def _prune_running(self) -> bool:
+        return self._pruning is not None and not self._pruning.done()
+
     async def _prune(self, now: datetime) -> None:
         """A bounded round of retention (every kind of run), on its own timer."""
+        call = partial(
+            _db_call,
+            retention.prune_pass,
+            {
+                "keep": setting("SILLO_RUNS_PER_SCHEDULE"),
+                "max_age_days": setting("SILLO_RUNS_MAX_AGE_DAYS"),
+                "now": now,
+                "cursor": self._prune_cursor,
+            },
+        )
         try:
-            await self.db(
-                retention.prune_pass,
-                keep=setting("SILLO_RUNS_PER_SCHEDULE"),
-                max_age_days=setting("SILLO_RUNS_MAX_AGE_DAYS"),
-                now=now,
-                cursor=self._prune_cursor,
-            )
+            await asyncio.get_running_loop().run_in_executor(self._prune_pool, call)
         except Exception:
             logger.exception("pruning runs failed; trying again at the next round")
 

@@ -4,8 +4,9 @@ Each schedule keeps its newest SILLO_RUNS_PER_SCHEDULE finished runs (skipped
 ones included), runs of deleted schedules are kept the same way per schedule
 code, and with SILLO_RUNS_MAX_AGE_DAYS finished runs older than that go too.
 A pass deletes at most `budget` rows and visits a bounded number of
-schedules, resuming where the previous pass stopped, so pruning never holds
-the scheduler's database thread for long, whatever the size of the log.
+schedules (ranked in one query, not one query a schedule), resuming where the
+previous pass stopped; the scheduler runs it on a thread of its own, so claims
+never wait behind it, whatever the size of the log.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db.models import Count
+from django.db.models import Count, F, Window
+from django.db.models.functions import RowNumber
 
 from ..models import FINISHED, Run, Schedule
 
@@ -29,8 +31,18 @@ class Cursor:
 
 def prune_runs(*, schedule_id: int, keep: int, budget: int = 5000) -> int:
     """Delete up to `budget` finished runs beyond the newest `keep` of a schedule."""
-    runs = Run.objects.filter(schedule_id=schedule_id, status__in=FINISHED)
-    return _delete_beyond(runs, keep, budget)
+    return prune_schedules(schedule_ids=[schedule_id], keep=keep, budget=budget)
+
+
+def prune_schedules(*, schedule_ids: list[int], keep: int, budget: int = 5000) -> int:
+    """Delete up to `budget` finished runs beyond the newest `keep` of each schedule."""
+    if not schedule_ids or budget <= 0:
+        return 0
+    newest_first = [F("queued_at").desc(), F("pk").desc()]
+    ranked = Run.objects.filter(schedule_id__in=schedule_ids, status__in=FINISHED).annotate(
+        rank=Window(RowNumber(), partition_by=F("schedule_id"), order_by=newest_first)
+    )
+    return _delete(ranked.filter(rank__gt=keep).values_list("pk", flat=True)[:budget])
 
 
 def prune_pass(
@@ -49,10 +61,7 @@ def prune_pass(
         .values_list("pk", flat=True)[:SCHEDULES_PER_PASS]
     )
     cursor.after = ids[-1] if len(ids) == SCHEDULES_PER_PASS else 0  # wrap at the end
-    for schedule_id in ids:
-        if deleted >= budget:
-            break
-        deleted += prune_runs(schedule_id=schedule_id, keep=keep, budget=budget - deleted)
+    deleted += prune_schedules(schedule_ids=ids, keep=keep, budget=budget - deleted)
     # Runs of deleted schedules: kept per schedule code, as their schedule kept them.
     orphaned = Run.objects.filter(schedule__isnull=True, status__in=FINISHED)
     crowded = (

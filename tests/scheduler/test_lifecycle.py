@@ -7,7 +7,9 @@ from datetime import timedelta
 
 import pytest
 from asgiref.sync import sync_to_async
-from django.db import OperationalError
+from django.db import OperationalError, connection
+from django.db.models import Count
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from schedules import services
@@ -16,7 +18,16 @@ from schedules.registry import Registry, TaskOptions, registry
 from schedules.scheduler import claims, outcomes, pipeline, retention
 from schedules.scheduler.engine import Scheduler
 from schedules.signals import run_finished, run_started
-from tests.factories import T0, FakeClock, create, every, inline_executor, runs_of, schedule_of
+from tests.factories import (
+    T0,
+    FakeClock,
+    create,
+    every,
+    inline_executor,
+    make_schedule,
+    runs_of,
+    schedule_of,
+)
 from tests.taskapp import tasks as test_tasks
 
 
@@ -581,3 +592,28 @@ async def test_shutdown_records_runs_stopped_while_their_start_was_being_announc
     await scheduler.shutdown()
     (run,) = await runs_of("announced")
     assert (run.status, run.error) == (RunStatus.CANCELLED, "scheduler shut down")
+
+
+def test_a_retention_pass_costs_the_same_queries_for_any_number_of_schedules(db) -> None:
+    def crowd(prefix: str, schedules: int) -> None:
+        for i in range(schedules):
+            schedule = make_schedule(f"{prefix}{i}", "test.echo", every(3600))
+            Run.objects.bulk_create(
+                Run(schedule=schedule, schedule_code=schedule.code, task_name="test.echo",
+                    status=RunStatus.SUCCEEDED, reason="manual",
+                    queued_at=T0 + timedelta(seconds=s))
+                for s in range(4)
+            )  # fmt: skip
+
+    def one_pass() -> int:
+        with CaptureQueriesContext(connection) as queries:
+            retention.prune_pass(keep=2, max_age_days=None, now=T0, cursor=retention.Cursor())
+        return len(queries)
+
+    crowd("few", 2)
+    few = one_pass()
+    crowd("many", 40)
+    many = one_pass()
+    assert few == many
+    assert set(Run.objects.values_list("schedule_code").annotate(n=Count("pk")).values_list(
+        "n", flat=True)) == {2}  # fmt: skip

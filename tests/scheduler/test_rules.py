@@ -235,7 +235,7 @@ async def test_a_paused_schedules_retry_waits_and_runs_after_resume(scheduler, c
 async def test_queued_runs_start_by_priority_then_time(clock, transactional_db) -> None:
     from schedules.models import Run
     from schedules.registry import registry
-    from schedules.scheduler import claims
+    from schedules.scheduler import claims, queued
 
     low = await create("low", "test.echo", every(3600), priority=-10)
     high = await create("high", "test.echo", every(3600), priority=20)
@@ -246,7 +246,7 @@ async def test_queued_runs_start_by_priority_then_time(clock, transactional_db) 
                 schedule=schedule, schedule_code=schedule.code, task_name="test.echo",
                 reason="manual", not_before=T0 - timedelta(minutes=minutes),
             )  # fmt: skip
-        runs, _ = claims.claim_queued(
+        runs, _ = queued.claim_queued(
             now=T0, instance_id="s", tasks=registry, limit=10, local_in_flight={},
             slots=claims.WorkerSlots(1, lambda name: True),
         )  # fmt: skip

@@ -1,0 +1,140 @@
+"""Claiming queued runs: manual runs, retries, catch-ups, and slots that waited for a worker.
+
+A queued run moves from `queued` to `running` in the transaction that claims it,
+so exactly one process starts it (see claims.py for due slots).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.db import connection, transaction
+
+from .. import counters
+from ..models import Dispatch, Run, RunReason, RunStatus
+from ..registry import Registry
+from . import claims, dispatch
+from .outcomes import record_on_schedules
+
+
+def claim_queued(
+    *,
+    now: datetime,
+    instance_id: str,
+    tasks: Registry,
+    limit: int,
+    local_in_flight: dict[int, int],
+    only: int | None = None,
+    dispatch_kind: str = Dispatch.INLINE,
+    slots: claims.WorkerSlots = claims.UNLIMITED,
+) -> tuple[list[Run], list[int]]:
+    """Claim queued runs (manual runs, retries) whose time has come, as workers allow.
+
+    Schedulers claim the runs they execute themselves (`inline`); a worker
+    claims the `enqueue` run its task names. One transaction for the batch, so a
+    burst left queued for want of workers drains at the pool's pace, not at one
+    transaction a run.
+    """
+    queued = Run.objects.queued().startable().filter(not_before__lte=now, dispatch=dispatch_kind)
+    if only is not None:
+        queued = queued.filter(pk=only)
+    # By the schedule's priority, then by time: a critical retry jumps the queue.
+    ordered = queued.order_by("-schedule__priority", "not_before", "pk")
+    chosen = {
+        run_id: task_name
+        for run_id, task_name in ordered.values_list("pk", "task_name")[:limit]
+        if slots.take(task_name)  # the others stay queued until a worker is free
+    }
+    if not chosen:
+        return [], []
+    with transaction.atomic():
+        mine = list(_lock_queued(chosen))
+        for run_id in chosen.keys() - {run.pk for run in mine}:
+            slots.give_back(chosen[run_id])  # another process claimed it first
+        batch = _QueuedBatch(mine, now=now, instance_id=instance_id, local=local_in_flight)
+        for run in mine:
+            batch.claim(run, tasks)
+            if run.status != RunStatus.RUNNING:
+                slots.give_back(run.task_name)
+        batch.flush()
+    for run in batch.claimed:
+        if run.pk in batch.lost:
+            slots.give_back(run.task_name)
+    return [run for run in batch.claimed if run.pk not in batch.lost], batch.replaced
+
+
+def _lock_queued(chosen: dict[int, str]):
+    """The chosen runs still queued, locked for this transaction (PostgreSQL: rows
+    another scheduler holds are skipped; SQLite: its IMMEDIATE transaction holds
+    the write lock from BEGIN), in the order they were chosen."""
+    rows = Run.objects.select_related("schedule").filter(pk__in=chosen, status=RunStatus.QUEUED)
+    if connection.features.has_select_for_update_skip_locked:
+        rows = rows.select_for_update(skip_locked=True, of=("self",))
+    by_id = {run.pk: run for run in rows}
+    return (by_id[run_id] for run_id in chosen if run_id in by_id)
+
+
+class _QueuedBatch:
+    """Queued runs being claimed in one transaction: the common case (the run
+    starts) is written in one UPDATE; skips, misfits and waits one by one."""
+
+    def __init__(self, runs: list[Run], *, now: datetime, instance_id: str, local: dict) -> None:
+        self.now, self.instance_id, self.local = now, instance_id, local
+        schedule_ids = {run.schedule_id for run in runs if run.schedule_id is not None}
+        self.in_flight = Run.objects.running_counts(schedule_ids)
+        for schedule_id, count in local.items():
+            self.in_flight[schedule_id] = self.in_flight.get(schedule_id, 0) + count
+        self.starting: list[int] = []
+        self.lost: set[int] = set()
+        self.claimed: list[Run] = []
+        self.replaced: list[int] = []
+
+    def claim(self, run: Run, tasks: Registry) -> None:
+        now = self.now
+        problem = claims.unrunnable(run, tasks)
+        misfit = "" if problem else claims.unfit(run, tasks)
+        if problem:
+            run.status, run.finished_at, run.error = RunStatus.SKIPPED, now, problem
+            run.save(update_fields=["status", "finished_at", "error"])
+            counters.tally([run])
+        elif misfit:
+            claims.fail_unfit(run, misfit, now)
+            run.save(update_fields=["status", "started_at", "finished_at", "error"])
+            record_on_schedules([run])
+        else:
+            schedule = run.schedule
+            busy = self.in_flight.get(schedule.pk, 0)
+            if run.reason == RunReason.CATCH_UP and busy >= schedule.max_instances:
+                # A catch-up run waits for a free instance instead of being skipped.
+                run.not_before = now + claims.CATCH_UP_RECHECK
+                run.save(update_fields=["not_before"])
+                dispatch.enqueue(run, run_after=run.not_before)
+                return
+            if busy >= schedule.max_instances and schedule.overlap == "replace":
+                self.flush()  # runs started in this batch are replaced too
+            replaced = claims.start_or_skip(
+                run, schedule, now=now, instance_id=self.instance_id, in_flight=busy
+            )
+            if replaced:
+                self.replaced += replaced
+                busy = self.local.get(schedule.pk, 0)
+            if run.status == RunStatus.RUNNING:
+                self.starting.append(run.pk)
+                self.in_flight[schedule.pk] = busy + 1
+            else:
+                run.save(update_fields=["status", "finished_at", "error"])
+                counters.tally([run])
+        self.claimed.append(run)
+
+    def flush(self) -> None:
+        if not self.starting:
+            return
+        won = Run.objects.filter(pk__in=self.starting, status=RunStatus.QUEUED).update(
+            status=RunStatus.RUNNING, scheduler=self.instance_id, started_at=self.now
+        )
+        if won != len(self.starting):
+            # A database without a write lock at BEGIN (a host's SQLite settings) let
+            # another scheduler take some first: only the rows it did not take are ours.
+            ours = Run.objects.filter(pk__in=self.starting, scheduler=self.instance_id)
+            self.lost |= set(self.starting) - set(ours.values_list("pk", flat=True))
+        self.starting = []
