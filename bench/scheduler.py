@@ -31,6 +31,7 @@ import argparse
 import asyncio
 import gc
 import json
+import os
 import subprocess
 import sys
 import time
@@ -213,6 +214,8 @@ def burst_figures(timeline: Timeline, runs: list) -> dict:
 def one_run(system: str, n: int, shape: Shape) -> dict:
     timeline = timeline_for(system, n, shape)
     prepare = SYSTEMS[system][0]
+    # The previous system's workers noted their executions in this file: not this one's.
+    Path(os.environ["SILLO_BENCH_EXECUTIONS"]).unlink(missing_ok=True)
     prepare(timeline.plan())
     report = WORKDIR / "child.json"
     subprocess.run(
