@@ -119,7 +119,9 @@ class WorkerPool:
         """Start the minimum number of workers, so the first runs wait for none."""
         while self.size < self.limits.min_workers:
             self._starting += 1
-            self._idle.append(await self._spawn())
+            worker = await self._spawn()
+            self._starting -= 1
+            self._idle.append(worker)
 
     async def run(self, task_name: str, kwargs: dict, *, result_limit: int) -> dict:
         """Execute one run in a worker of its own and return its reply."""
@@ -177,6 +179,7 @@ class WorkerPool:
                     self._spares.add(starting)
                     starting.add_done_callback(self._spare_ready)
                     raise
+                self._starting -= 1  # counted until it is placed: the pool never passes its maximum
                 self._busy.add(worker)
                 self._keep_a_spare()
                 return worker
@@ -207,7 +210,9 @@ class WorkerPool:
                 return
 
     async def _spawn(self) -> Worker:
-        """Start a worker and wait until it is ready; the caller has counted it in `_starting`."""
+        """Start a worker and wait until it is ready. The caller has counted it in
+        `_starting`, and uncounts it when it places the worker (idle or busy); a
+        worker that does not start is uncounted here."""
         try:
             parent, child_end = self._context.Pipe()
             process = self._context.Process(
@@ -216,7 +221,6 @@ class WorkerPool:
                 name="sillo-worker",
                 daemon=True,
             )
-            # Starting a process blocks on the fork server: keep the loop free meanwhile.
             # Starting a process blocks on the fork server: keep the loop free meanwhile.
             await asyncio.get_running_loop().run_in_executor(None, process.start)
             child_end.close()
@@ -231,8 +235,9 @@ class WorkerPool:
             if not hello.get("ready"):
                 await asyncio.shield(self._stop(worker))
                 raise WorkerDied(f"a worker process could not start: {hello.get('error')}")
-        finally:
+        except BaseException:
             self._starting -= 1
+            raise
         logger.debug("worker process %s ready", process.pid)
         return worker
 
@@ -254,6 +259,7 @@ class WorkerPool:
             self._notify()  # a run waiting for a worker may start one itself now
             return
         worker = spare.result()
+        self._starting -= 1
         if self._closed:
             self._discard(worker, gently=True)
             return

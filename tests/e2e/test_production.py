@@ -41,7 +41,8 @@ def stamp(value: datetime) -> str:
 
 
 def check_every_slot_ran_once(site, first: datetime, last: datetime) -> None:
-    """Each schedule has exactly one run for each second in [first, last]."""
+    """Each schedule has exactly one run for each of its one-second slots in [first, last]:
+    no gap between its first and last slot there, none twice, none missing at either end."""
     rows = site.query(
         "SELECT schedule_code, count(*), count(DISTINCT slot), min(slot), max(slot) "
         "FROM schedules_run WHERE slot >= ? AND slot <= ? AND attempt = 1 "
@@ -49,10 +50,22 @@ def check_every_slot_ran_once(site, first: datetime, last: datetime) -> None:
         stamp(first),
         stamp(last),
     )
-    expected = int((last - first).total_seconds()) + 1
+    # The query's bounds are whole seconds (stamp truncates): so are the expectations.
+    first, last = (at.replace(microsecond=0) for at in (first, last))
     assert len(rows) == SCHEDULES
-    for code, runs, slots, _, _ in rows:
+    for code, runs, slots, earliest, latest in rows:
+        earliest, latest = (as_utc(at) for at in (earliest, latest))
+        expected = round((latest - earliest).total_seconds()) + 1
         assert (runs, slots) == (expected, expected), (code, runs, slots, expected)
+        assert earliest - first < timedelta(seconds=1), (code, earliest, first)
+        assert last - latest < timedelta(seconds=1), (code, latest, last)
+
+
+def as_utc(value: datetime | str) -> datetime:
+    """A slot as PostgreSQL (datetime) or SQLite (text) returns it."""
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def test_three_schedulers_share_the_work_and_survive_a_kill(site) -> None:
