@@ -69,7 +69,7 @@ class Scheduler:
         self._stopping = False
         self._started = False
         self.in_flight: dict[int, asyncio.Task] = {}
-        # Launched runs that need a worker process, from their claim until recorded:
+        # Launched runs that need a worker process, from their claim until their body ends:
         # a run counts against the pool before its task has reached `acquire`.
         self._worker_runs: set[int] = set()
         self._last: dict[str, float] = {}  # step -> monotonic time it last ran
@@ -352,6 +352,12 @@ class Scheduler:
             self._worker_runs.add(run.pk)
         task.add_done_callback(partial(self._forget, run.pk))
 
+    def _release_worker_slot(self, run_id: int) -> None:
+        if run_id in self._worker_runs:
+            self._worker_runs.discard(run_id)
+            if self._waiting_for_worker:
+                self.wake()
+
     def _forget(self, run_id: int, _task: asyncio.Task) -> None:
         # No wake here: a catch-up run waiting for a free instance is queued with
         # its own recheck time, which the next sleep already honours; waking on
@@ -373,6 +379,7 @@ class Scheduler:
         except asyncio.CancelledError as exc:
             why = exc.args[0] if exc.args else "scheduler shut down"
             outcome = Outcome(RunStatus.CANCELLED, str(why))
+        self._release_worker_slot(run.pk)  # the next run may start while this one is recorded
         finished, retry = await _despite_cancel(self.recorder.record(run, outcome))
         if finished is None:  # ended elsewhere (replaced, cancelled, marked interrupted)
             ended = await self.db(Run.objects.filter(pk=run.pk).first)
