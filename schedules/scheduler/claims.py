@@ -23,7 +23,7 @@ from ..models import Dispatch, Run, RunReason, RunStatus, Schedule, ScheduleStat
 from ..registry import Registry
 from ..timing import InvalidTrigger, Trigger
 from ..validation import InvalidKwargs, kwargs_problem, printable, signature_problem
-from . import dispatch
+from . import chains, dispatch
 from .outcomes import record_on_schedules
 from .records import new_run, update_each
 
@@ -195,7 +195,9 @@ def _claim_batch(plans, now, instance_id, local_in_flight, slots: WorkerSlots):
     for run in created:
         if run.status == RunStatus.QUEUED:
             dispatch.enqueue(run)
-    record_on_schedules([run for run in created if run.status == RunStatus.FAILED])
+    failed = [run for run in created if run.status == RunStatus.FAILED]
+    record_on_schedules(failed)
+    chains.queue_follow_ups(failed, now=now)  # failed at claim time: a final failure
     return firsts, replaced
 
 
@@ -358,12 +360,15 @@ def claim_queued(
                 _fail_unfit(run, misfit, now)
                 run.save()
                 record_on_schedules([run])
+                chains.queue_follow_ups([run], now=now)
                 runs.append(run)
                 continue
             else:
                 in_flight = _in_flight(schedule.pk, local_in_flight, exclude_run=run.pk)
-                if run.reason == RunReason.CATCH_UP and in_flight >= schedule.max_instances:
-                    # A catch-up run waits for a free instance instead of being skipped.
+                waits = run.reason in (RunReason.CATCH_UP, RunReason.CHAINED)
+                if waits and in_flight >= schedule.max_instances:
+                    # A catch-up or a follow-up waits for a free instance instead of
+                    # being skipped: it is owed work, not a slot that came too soon.
                     Run.objects.filter(pk=run_id).update(
                         status=RunStatus.QUEUED,
                         scheduler="",

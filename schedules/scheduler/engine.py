@@ -26,6 +26,7 @@ from ..conf import setting
 from ..events import publish_run
 from ..models import Run, RunStatus
 from ..registry import Registry, registry
+from ..wake import wake_schedulers
 from . import claims, hints, instances, outcomes, retention
 from .clock import Clock, SystemClock
 from .executor import Executor, Outcome, context_for, default_pool
@@ -352,7 +353,7 @@ class Scheduler:
         except asyncio.CancelledError as exc:
             why = exc.args[0] if exc.args else "scheduler shut down"
             outcome = Outcome(RunStatus.CANCELLED, str(why))
-        finished, retry = await self.recorder.record(run, outcome)
+        finished, retry, follow_ups = await self.recorder.record(run, outcome)
         if finished is None:  # ended elsewhere (replaced, cancelled, marked interrupted)
             ended = await self.db(Run.objects.filter(pk=run.pk).first)
             if ended is not None:
@@ -366,6 +367,14 @@ class Scheduler:
         if retry is not None:
             await self._publish(retry)
             self.wake()  # the sleep is recomputed: the retry starts at its time
+        if follow_ups:
+            for follow in follow_ups:
+                await self._publish(follow)
+            self.wake()  # queued follow-ups start now
+            if self.kind == "worker":
+                # A worker's own loop claims nothing: tell the schedulers (a lost hint
+                # costs one poll interval; enqueued follow-ups are already on the pool).
+                await self.db(wake_schedulers)
 
     async def _prune(self, now: datetime) -> None:
         """A bounded round of retention (every kind of run), on its own timer."""
