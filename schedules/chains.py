@@ -175,7 +175,7 @@ def chain_problems(
         )
         return problems
     if result_as:
-        for field, codes in lists.items():
+        for codes in lists.values():
             for follow in codes:
                 target = targets.get(follow)
                 declaration = tasks.get(target.task_name) if target is not None else None

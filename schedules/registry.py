@@ -13,9 +13,9 @@ runs are enqueued on the task's own backend, queue and priority
 from __future__ import annotations
 
 import importlib
-import re
 import inspect
 import logging
+import re
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields

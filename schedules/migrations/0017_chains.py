@@ -5,53 +5,78 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('schedules', '0015_alerts'),
+        ("schedules", "0015_alerts"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.RemoveConstraint(
-            model_name='run',
-            name='run_reason_valid',
+            model_name="run",
+            name="run_reason_valid",
         ),
         migrations.AddField(
-            model_name='run',
-            name='depth',
+            model_name="run",
+            name="depth",
             field=models.PositiveSmallIntegerField(default=0),
         ),
         migrations.AddField(
-            model_name='run',
-            name='follow_ups',
+            model_name="run",
+            name="follow_ups",
             field=models.BooleanField(default=True),
         ),
         migrations.AddField(
-            model_name='schedule',
-            name='catch',
-            field=models.JSONField(blank=True, default=list, help_text='schedule codes to run after a final failure'),
+            model_name="schedule",
+            name="catch",
+            field=models.JSONField(
+                blank=True, default=list, help_text="schedule codes to run after a final failure"
+            ),
         ),
         migrations.AddField(
-            model_name='schedule',
-            name='result_as',
-            field=models.CharField(blank=True, help_text="pass the run's result (then) or its error (catch) to follow-ups as this kwarg", max_length=100),
+            model_name="schedule",
+            name="result_as",
+            field=models.CharField(
+                blank=True,
+                help_text="pass the run's result (then) or its error (catch) to follow-ups as this kwarg",
+                max_length=100,
+            ),
         ),
         migrations.AddField(
-            model_name='schedule',
-            name='then',
-            field=models.JSONField(blank=True, default=list, help_text='schedule codes to run after a success'),
+            model_name="schedule",
+            name="then",
+            field=models.JSONField(
+                blank=True, default=list, help_text="schedule codes to run after a success"
+            ),
         ),
         migrations.AlterField(
-            model_name='run',
-            name='reason',
-            field=models.CharField(choices=[('scheduled', 'Scheduled'), ('manual', 'Manual'), ('retry', 'Retry'), ('catch-up', 'Catch Up'), ('chained', 'Chained')], max_length=16),
+            model_name="run",
+            name="reason",
+            field=models.CharField(
+                choices=[
+                    ("scheduled", "Scheduled"),
+                    ("manual", "Manual"),
+                    ("retry", "Retry"),
+                    ("catch-up", "Catch Up"),
+                    ("chained", "Chained"),
+                ],
+                max_length=16,
+            ),
         ),
         migrations.AddConstraint(
-            model_name='run',
-            constraint=models.UniqueConstraint(condition=models.Q(('reason', 'chained')), fields=('parent', 'schedule_code'), name='run_follow_up_unique'),
+            model_name="run",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("reason", "chained")),
+                fields=("parent", "schedule_code"),
+                name="run_follow_up_unique",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='run',
-            constraint=models.CheckConstraint(condition=models.Q(('reason__in', ['scheduled', 'manual', 'retry', 'catch-up', 'chained'])), name='run_reason_valid'),
+            model_name="run",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("reason__in", ["scheduled", "manual", "retry", "catch-up", "chained"])
+                ),
+                name="run_reason_valid",
+            ),
         ),
     ]

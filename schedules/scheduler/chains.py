@@ -34,9 +34,7 @@ def kind_of(run: Run) -> str | None:
     return None
 
 
-def queue_follow_ups(
-    runs: list[Run], *, now: datetime, tasks: Registry = registry
-) -> list[Run]:
+def queue_follow_ups(runs: list[Run], *, now: datetime, tasks: Registry = registry) -> list[Run]:
     """Create the follow-up runs of these final outcomes; returns them (queued or skipped).
 
     `runs` are final: no retry follows them. Three queries whatever their number
@@ -52,15 +50,11 @@ def queue_follow_ups(
         ).values_list("pk", "then", "catch", "result_as")
     }
     wanted = {
-        (run, code)
-        for run in upstream
-        for code in _codes(links.get(run.schedule_id), kind_of(run))
+        (run, code) for run in upstream for code in _codes(links.get(run.schedule_id), kind_of(run))
     }
     if not wanted:
         return []
-    targets = {
-        s.code: s for s in Schedule.objects.filter(code__in=sorted({c for _, c in wanted}))
-    }
+    targets = {s.code: s for s in Schedule.objects.filter(code__in=sorted({c for _, c in wanted}))}
     # Recorded already (a replayed batch): never twice.
     made = set(
         Run.objects.filter(
@@ -128,8 +122,7 @@ def _skip_reason(follow: Run, target: Schedule | None, limit: int, tasks: Regist
         return f"skipped: follow-up schedule '{follow.schedule_code}' does not exist"
     if follow.depth > limit:
         return (
-            f"skipped: the chain is {follow.depth} follow-ups deep "
-            f"(SILLO_CHAIN_MAX_DEPTH={limit})"
+            f"skipped: the chain is {follow.depth} follow-ups deep (SILLO_CHAIN_MAX_DEPTH={limit})"
         )
     if target.status in (ScheduleStatus.PAUSED, ScheduleStatus.CANCELLED):
         return f"skipped: follow-up schedule '{target.code}' is {target.status}"

@@ -31,9 +31,7 @@ class OutcomeRecorder:
         self._pending: list[tuple[Run, Outcome, asyncio.Future]] = []
         self._flusher: asyncio.Task | None = None
 
-    async def record(
-        self, run: Run, outcome: Outcome
-    ) -> tuple[Run | None, Run | None, list[Run]]:
+    async def record(self, run: Run, outcome: Outcome) -> tuple[Run | None, Run | None, list[Run]]:
         """Queue the outcome for the next batched write and wait for it.
 
         Returns (the finished run, its queued retry or None, its follow-ups), or
