@@ -369,6 +369,8 @@ class Scheduler:
             self.wake()  # the sleep is recomputed: the retry starts at its time
         if follow_ups:
             for follow in follow_ups:
+                if follow.status == RunStatus.SKIPPED:  # ended at once, as a claim's skip
+                    self.hooks.finished(follow, final=True)
                 await self._publish(follow)
             self.wake()  # queued follow-ups start now
             if self.kind == "worker":
