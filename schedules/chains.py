@@ -59,7 +59,7 @@ def stored_codes(value: object) -> list[str]:
 def graph(*, rows: Iterable[tuple[str, object, object]] | None = None) -> Graph:
     """Every schedule's follow-ups: one query over three columns."""
     if rows is None:
-        rows = Schedule.objects.values_list("code", "then", "catch")
+        rows = Schedule.objects.with_follow_ups().values_list("code", "then", "catch")
     edges: Graph = {}
     for code, then, catch in rows:
         links = [(FollowKind.THEN.value, c) for c in stored_codes(then)]

@@ -75,6 +75,10 @@ class ScheduleQuerySet(models.QuerySet["Schedule"]):
             .first()
         )
 
+    def with_follow_ups(self) -> ScheduleQuerySet:
+        """Schedules that name follow-ups (then or catch): the chain graph's rows."""
+        return self.exclude(then=[], catch=[])
+
     def with_flag(self, flag: str, tasks: Registry) -> ScheduleQuerySet:
         """Schedules flagged `orphan`, `duplicate`, `invalid` or `kwargs`.
 

@@ -313,16 +313,20 @@ class LinkNode:
 
 
 def schedule_links(schedule: Schedule) -> dict:
-    """A schedule's upstream schedules and its downstream tree of follow-ups (two queries)."""
-    rows = list(Schedule.objects.values_list("code", "then", "catch"))
-    edges = chains.graph(rows=rows)
+    """A schedule's upstream schedules and its downstream tree of follow-ups (two queries:
+    the schedules that name follow-ups, and the ones named)."""
+    edges = chains.graph()
     limit = setting("SILLO_CHAIN_MAX_DEPTH")
     named = {code for links in edges.values() for _, code in links} | set(edges)
     by_code = {s.code: s for s in Schedule.objects.filter(code__in=sorted(named))}
+    shown = [0]  # nodes drawn: a wide graph of shared follow-ups is cut at CHAIN_MAX_RUNS
 
     def down(code: str, path: tuple[str, ...]) -> list[LinkNode]:
         nodes = []
         for kind, follow in edges.get(code, []):
+            if shown[0] >= CHAIN_MAX_RUNS:
+                break
+            shown[0] += 1
             node = LinkNode(kind, follow, by_code.get(follow), repeated=follow in path)
             if not node.repeated and len(path) <= limit:
                 node.children = down(follow, (*path, follow))
