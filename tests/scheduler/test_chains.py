@@ -8,9 +8,11 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.test import override_settings
 
+import schedules
 from schedules import services
 from schedules.chains import InvalidChain
 from schedules.models import Run, RunReason, RunStatus, Schedule
+from schedules.registry import registry
 from schedules.scheduler import instances, outcomes
 from tests.factories import create, every, make_schedule, runs_of, schedule_of
 from tests.taskapp import tasks as test_tasks
@@ -175,12 +177,29 @@ async def test_at_run_time_the_depth_limit_stops_a_chain_with_the_reason(schedul
     assert runs[-1].error == "skipped: the chain is 4 follow-ups deep (SILLO_CHAIN_MAX_DEPTH=3)"
 
 
-async def test_paused_cancelled_orphan_and_missing_follow_ups_are_skipped_with_the_reason(
-    scheduler, clock
+@pytest.fixture
+def twin_task():
+    """A task name declared twice (a duplicate) for one test."""
+
+    def first() -> None: ...
+
+    def second() -> None: ...
+
+    for body in (first, second):
+        schedules.task("test.chain_twin", isolation="inline")(body)
+    yield "test.chain_twin"
+    registry.declarations.pop("test.chain_twin", None)
+
+
+async def test_paused_cancelled_orphan_duplicate_and_missing_follow_ups_are_skipped(
+    scheduler, clock, twin_task
 ) -> None:
     for code in ("held", "gone-for-good", "lost", "deleted"):
         await create(code, "test.echo", HOUR)
-    await create("up", "test.echo", every(60), then=["held", "gone-for-good", "lost", "deleted"])
+    await create("twin", "test.echo", HOUR)
+    await create("up", "test.echo", every(60),
+                 then=["held", "gone-for-good", "lost", "deleted", "twin"])  # fmt: skip
+    await sync_to_async(Schedule.objects.filter(code="twin").update)(task_name=twin_task)
     await sync_to_async(services.schedule_pause)(schedule=await schedule_of("held"))
     await sync_to_async(services.schedule_cancel)(schedule=await schedule_of("gone-for-good"))
     await sync_to_async(Schedule.objects.filter(code="lost").update)(task_name="no.such.task")
@@ -197,6 +216,9 @@ async def test_paused_cancelled_orphan_and_missing_follow_ups_are_skipped_with_t
         "gone-for-good": "skipped: follow-up schedule 'gone-for-good' is cancelled",
         "lost": "skipped: task 'no.such.task' is not declared (orphan)",
         "deleted": "skipped: follow-up schedule 'deleted' does not exist",
+        "twin": "skipped: task 'test.chain_twin' is declared more than once (duplicate), in "
+        "tests.scheduler.test_chains.twin_task.<locals>.first, "
+        "tests.scheduler.test_chains.twin_task.<locals>.second",
     }
     statuses = await sync_to_async(list)(
         Run.objects.filter(reason=RunReason.CHAINED).values_list("status", "parent_id")
