@@ -104,3 +104,21 @@ def test_a_run_of_its_own_says_so(client, viewer, linked) -> None:
     client.force_login(viewer)
     page = client.get(f"/runs/{run.pk}/").content.decode()
     assert "this run is a chain of its own" in page
+
+
+def test_run_this_one_only_queues_a_run_without_follow_ups(client, operator, linked) -> None:
+    client.force_login(operator)
+    page = client.get(f"/schedules/{linked.pk}/").content.decode()
+    assert 'data-testid="run-only"' in page
+    response = client.post(f"/schedules/{linked.pk}/run/", {"only": "1"})
+    assert response.status_code == 302
+    client.post(f"/schedules/{linked.pk}/run/")
+    flags = list(
+        Run.objects.filter(schedule=linked).order_by("pk").values_list("follow_ups", flat=True)
+    )
+    assert flags == [False, True]
+
+
+def test_a_viewer_has_no_run_this_one_only_button(client, viewer, linked) -> None:
+    client.force_login(viewer)
+    assert 'data-testid="run-only"' not in client.get(f"/schedules/{linked.pk}/").content.decode()
