@@ -47,3 +47,14 @@ def test_run_only_queues_a_run_that_triggers_no_follow_ups() -> None:
     cli("run", "a", "--only")
     cli("run", "a")
     assert list(Run.objects.order_by("pk").values_list("follow_ups", flat=True)) == [False, True]
+
+
+def test_runs_lists_a_chained_run_with_its_parent() -> None:
+    make_schedule("b", "test.echo", NEVER)
+    a = make_schedule("a", "test.echo", NEVER, then=["b"])
+    parent = Run.objects.create(schedule=a, schedule_code="a", task_name="test.echo",
+                                reason="manual", status="succeeded")  # fmt: skip
+    child = Run.objects.create(schedule=Schedule.objects.get(code="b"), schedule_code="b",
+                               task_name="test.echo", reason="chained", parent=parent)  # fmt: skip
+    line = next(row for row in cli("runs", "b").splitlines() if f"#{child.pk}" in row)
+    assert "chained" in line and f"after #{parent.pk}" in line

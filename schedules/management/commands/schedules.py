@@ -351,6 +351,8 @@ def _run_line(run: Run) -> str:
         f"#{run.pk:<6} {run.schedule_code:30} {run.status:11} {run.reason:9} "
         f"attempt {run.attempt} {duration:>9}"
     )
+    if run.reason == "chained" and run.parent_id is not None:
+        text += f"  after #{run.parent_id}"
     if run.error:
         text += f"  {run.error.splitlines()[0][:120]}"
     return text
