@@ -6,7 +6,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.utils import timezone
 
-from . import services, tokens
+from . import chains, services, tokens
 from .models import (
     ApiToken,
     AuditEvent,
@@ -66,6 +66,12 @@ class ScheduleAdminForm(forms.ModelForm):
 
     trigger = forms.CharField(widget=forms.Textarea(attrs={"rows": 6, "cols": 80}))
     kwargs = forms.CharField(widget=forms.Textarea(attrs={"rows": 4, "cols": 80}), required=False)
+    then = forms.CharField(
+        required=False, help_text="follow-up schedule codes on success, comma-separated"
+    )
+    catch = forms.CharField(
+        required=False, help_text="follow-up schedule codes on final failure, comma-separated"
+    )
 
     class Meta:
         model = Schedule
@@ -78,6 +84,8 @@ class ScheduleAdminForm(forms.ModelForm):
         if self.instance.pk:
             self.initial["trigger"] = json_text(self.instance.trigger)
             self.initial["kwargs"] = json_text(self.instance.kwargs)
+        for name in ("then", "catch"):
+            self.initial[name] = ", ".join(map(str, chains.codes_of(self.initial.get(name))))
 
     def clean_trigger(self) -> dict:
         try:
@@ -103,6 +111,17 @@ class ScheduleAdminForm(forms.ModelForm):
                 services.checked_kwargs(data["kwargs"], data["task_name"])
             except InvalidKwargs as exc:
                 self.add_error("kwargs", str(exc).removeprefix("kwargs: "))
+        data["then"] = chains.codes_of(data.get("then"))
+        data["catch"] = chains.codes_of(data.get("catch"))
+        code = self.instance.code if self.instance.pk else data.get("code")
+        if code:
+            # The services' gate, as field errors: codes, cycles, depth, result_as.
+            problems = chains.chain_problems(
+                code=code, then=data["then"], catch=data["catch"],
+                result_as=data.get("result_as") or "",
+            )  # fmt: skip
+            for name, problem in problems.items():
+                self.add_error(name, problem)
         return data
 
 
@@ -169,6 +188,8 @@ class RunAdmin(admin.ModelAdmin):
         "slot",
         "started_at",
         "finished_at",
+        "parent",
+        "depth",
     ]
     list_filter = ["status", "reason"]
     search_fields = ["schedule_code", "task_name", "error"]

@@ -20,6 +20,7 @@ from django.core.checks import CheckMessage, Error, Tags, Warning, register
 from django.db import DatabaseError
 from django.utils.module_loading import import_string
 
+from . import chains, defaults
 from .models import Schedule
 from .notify.targets import env_problems
 from .registry import registry
@@ -94,6 +95,46 @@ def check_stored_kwargs(app_configs: object = None, **kwargs: object) -> list:
                     id="schedules.W004",
                 )
             )
+    return warnings
+
+
+@register("schedules")
+def check_declared_chains(app_configs: object = None, **kwargs: object) -> list:
+    """Follow-ups declared in code (`then=` / `catch=`): a code that names no schedule
+    (W006, its follow-up runs are recorded skipped) and a cycle (W007, the chain stops at
+    SILLO_CHAIN_MAX_DEPTH). Code defaults bypass the save gate, so they are checked here."""
+    declared = {d.name: d for d in defaults.declared(registry)}
+    linked = [d for d in declared.values() if d.options.then or d.options.catch]
+    if not linked:
+        return []
+    try:
+        rows = list(Schedule.objects.values_list("code", "then", "catch"))
+    except DatabaseError:
+        rows = []  # not migrated yet: the declarations alone are checked
+    known = {code for code, _, _ in rows} | set(declared)
+    edges = chains.graph(rows=rows)
+    for declaration in linked:  # the code's links, as the next sync writes them
+        edges[declaration.name] = [(kind, code) for kind in ("then", "catch")
+                                   for code in getattr(declaration.options, kind)]  # fmt: skip
+    warnings = []
+    for declaration in linked:
+        for kind in ("then", "catch"):
+            for code in getattr(declaration.options, kind):
+                if code not in known:
+                    warnings.append(Warning(
+                        f"task '{declaration.name}': {kind}= names '{code}', which is neither "
+                        "a schedule nor a task's code default",
+                        hint="Create that schedule, or fix the code; until then its follow-up "
+                        "runs are recorded skipped.",
+                        id="schedules.W006",
+                    ))  # fmt: skip
+        path = chains.cycle_through(declaration.name, edges)
+        if path is not None:
+            warnings.append(Warning(
+                f"task '{declaration.name}': its follow-ups make a cycle: {' '.join(path)}",
+                hint="Break the cycle; each run of it would chain until SILLO_CHAIN_MAX_DEPTH.",
+                id="schedules.W007",
+            ))  # fmt: skip
     return warnings
 
 

@@ -58,6 +58,12 @@ class RunReason(models.TextChoices):
     MANUAL = "manual"
     RETRY = "retry"
     CATCH_UP = "catch-up"
+    CHAINED = "chained"  # a follow-up (then / catch) of another run's final outcome
+
+
+class FollowKind(models.TextChoices):
+    THEN = "then", "on success"
+    CATCH = "catch", "on final failure"
 
 
 # Named priorities, accepted beside integers; higher starts first among queued runs.

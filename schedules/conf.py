@@ -36,6 +36,9 @@ DEFAULTS: dict[str, Any] = {
     "SILLO_SHUTDOWN_GRACE": 10.0,
     "SILLO_MAX_RETRY_DELAY": 3600.0,
     "SILLO_MAX_CATCH_UP": 100,
+    # Follow-ups (docs/chains.md): at most this many hops from a chain's first run;
+    # a longer chain is refused at save and, at run time, recorded skipped where it stops.
+    "SILLO_CHAIN_MAX_DEPTH": 10,
     "SILLO_RUNS_PER_SCHEDULE": 1000,
     # Finished runs older than this many days are deleted too (None: kept by count only).
     "SILLO_RUNS_MAX_AGE_DAYS": None,
@@ -118,6 +121,7 @@ RANGES: tuple[tuple[str, float, float], ...] = (
     ("SILLO_DEFAULT_TIMEOUT", 0, 10**9),
     ("SILLO_SHUTDOWN_GRACE", 0, 86400),
     ("SILLO_CLAIM_BATCH", 1, 100_000),
+    ("SILLO_CHAIN_MAX_DEPTH", 1, 1000),
 )
 
 

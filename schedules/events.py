@@ -52,6 +52,9 @@ class RunEvent:
     duration_ms: int | None
     error: str
     scheduler: str
+    # The run this one follows (a retry's attempt, a follow-up's upstream); last, with a
+    # default, so events marshalled by an older process still unmarshal.
+    parent_id: int | None = None
 
     @classmethod
     def from_run(cls, run: Run) -> RunEvent:
@@ -70,6 +73,7 @@ class RunEvent:
             duration_ms=run.duration_ms,
             error=cap_error(run.error),
             scheduler=run.scheduler,
+            parent_id=run.parent_id,
         )
 
     @property

@@ -75,6 +75,10 @@ class ScheduleQuerySet(models.QuerySet["Schedule"]):
             .first()
         )
 
+    def with_follow_ups(self) -> ScheduleQuerySet:
+        """Schedules that name follow-ups (then or catch): the chain graph's rows."""
+        return self.exclude(then=[], catch=[])
+
     def with_flag(self, flag: str, tasks: Registry) -> ScheduleQuerySet:
         """Schedules flagged `orphan`, `duplicate`, `invalid` or `kwargs`.
 
@@ -192,6 +196,20 @@ class Schedule(models.Model):
         choices=Dispatch.choices,
         default=Dispatch.INLINE,
         help_text="where task bodies run: in the scheduler, or enqueued on Django's TASKS backend",
+    )
+    # Follow-ups (docs/chains.md), by schedule code: queued in the transaction that
+    # records a run's final outcome. Codes, not foreign keys, so a code default can
+    # name another task's record before it exists; a missing one is recorded skipped.
+    then = models.JSONField(
+        default=list, blank=True, help_text="schedule codes to run after a success"
+    )
+    catch = models.JSONField(
+        default=list, blank=True, help_text="schedule codes to run after a final failure"
+    )
+    result_as = models.CharField(
+        max_length=100,
+        blank=True,
+        help_text="pass the run's result (then) or its error (catch) to follow-ups as this kwarg",
     )
 
     next_run_at = models.DateTimeField(null=True, blank=True)
@@ -345,10 +363,14 @@ class Run(models.Model):
     )
     # Who stopped the run: a user name, "cli:<os user>", or empty.
     cancelled_by = models.CharField(max_length=200, blank=True)
-    # The run this one follows: the attempt a retry repeats.
+    # The run this one follows: the attempt a retry repeats, the upstream run of a follow-up.
     parent = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children"
     )
+    # Hops from the chain's first run (0: not a follow-up); retries keep their run's.
+    depth = models.PositiveSmallIntegerField(default=0)
+    # False: "this one only", the schedule's follow-ups are not queued after it.
+    follow_ups = models.BooleanField(default=True)
 
     objects = RunQuerySet.as_manager()
 
@@ -376,6 +398,12 @@ class Run(models.Model):
                 fields=["schedule", "slot", "attempt"],
                 name="run_slot_attempt_unique",
                 condition=~Q(reason="manual"),
+            ),
+            # The safety net behind chains: one follow-up per upstream run and schedule.
+            models.UniqueConstraint(
+                fields=["parent", "schedule_code"],
+                name="run_follow_up_unique",
+                condition=Q(reason="chained"),
             ),
             models.CheckConstraint(
                 condition=Q(status__in=RunStatus.values), name="run_status_valid"

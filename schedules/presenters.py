@@ -54,6 +54,8 @@ def run_data(run: Run, *, with_result: bool = True) -> dict:
         "error": run.error or None,
         "scheduler": run.scheduler or None,
         "cancelled_by": run.cancelled_by or None,
+        "parent_id": run.parent_id,
+        "depth": run.depth,
     }
     if with_result:
         data["result"] = run.result

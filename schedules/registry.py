@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import logging
+import re
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
@@ -47,6 +48,12 @@ class TaskOptions:
     rate_period: float = 60.0
     rate_mode: str = "skip"
     dispatch: str = "inline"
+    # Follow-ups (docs/chains.md): schedule codes run after a success (then) and
+    # after a final failure (catch); `result_as` names the kwarg they receive the
+    # outcome in. Lists, as the record stores them (a code default compares equal).
+    then: list[str] = field(default_factory=list)
+    catch: list[str] = field(default_factory=list)
+    result_as: str = ""
 
 
 # The option names, in declaration order: a schedule record has a field of each.
@@ -198,6 +205,11 @@ def task(
         task_name = name if name is not None else f"{target.__module__}.{target.__qualname__}"
         unknown = sorted(set(given) - set(OPTION_NAMES))
         known = {key: value for key, value in given.items() if key in OPTION_NAMES}
+        for key in ("then", "catch"):
+            if key in known:
+                # One code or several; the record's JSON list (chains.codes_problem checks them).
+                value = known[key]
+                known[key] = [value] if isinstance(value, str) else list(value or [])
         priority_problem = ""
         if "priority" in known:
             try:
@@ -317,7 +329,21 @@ def _option_problems(options: TaskOptions) -> list[str]:
             problems.append(f"{option} must be one of {', '.join(choices.values)}")
     if not options.misfire_grace >= 0:
         problems.append("misfire_grace must not be negative")
+    for option in ("then", "catch"):
+        bad = [code for code in getattr(options, option) if not _is_code(code)]
+        if bad:
+            problems.append(f"{option} must name schedule codes, got {bad[0]!r}")
+    if options.result_as and not str(options.result_as).isidentifier():
+        problems.append(f"result_as must be a keyword argument name, got {options.result_as!r}")
     return problems
+
+
+def _is_code(value: object) -> bool:
+    return isinstance(value, str) and bool(CODE_PATTERN.fullmatch(value))
+
+
+# A schedule's code (as models.CODE_VALIDATOR says; models imports this module's choices).
+CODE_PATTERN = re.compile(r"[A-Za-z0-9_.:-]{1,200}")
 
 
 def autodiscover(app_modules: Sequence[str]) -> None:

@@ -15,7 +15,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from . import audit, defaults
+from . import audit, chains, defaults
 from .alerts import record as alerts
 from .inputs import kwargs_problem
 from .models import Run, RunReason, RunStatus, Schedule, ScheduleSource, ScheduleStatus
@@ -209,6 +209,17 @@ def schedule_create(
     parsed = normalize_trigger(trigger, code=code)
     declaration = tasks.get(task_name)
     declared = asdict(declaration.options) if declaration is not None else {}
+    values = {**declared, **options}
+    # Follow-ups: known codes, no cycle, the depth limit, result_as fits (InvalidChain).
+    values.update(
+        chains.check_chain(
+            code=code,
+            then=values.get("then"),
+            catch=values.get("catch"),
+            result_as=values.get("result_as", ""),
+            tasks=tasks,
+        )
+    )
     schedule = Schedule(
         code=code,
         task_name=task_name,
@@ -216,7 +227,7 @@ def schedule_create(
         trigger=parsed.to_spec(),
         tz=tz or display_zone(parsed),
         source=source,
-        **{**declared, **options},
+        **values,
     )
     schedule.next_run_at = _future_fire(parsed, now or timezone.now())
     schedule.full_clean()
@@ -260,6 +271,16 @@ def schedule_update(
         fields["kwargs"] = checked_kwargs(fields["kwargs"], task_name)
     if "tz" in fields and not fields["tz"]:
         fields["tz"] = display_zone(parsed)  # left empty: the trigger's own zone
+    if chains.given(fields):
+        # Follow-ups: known codes, no cycle, the depth limit, result_as fits (InvalidChain).
+        fields.update(
+            chains.check_chain(
+                code=schedule.code,
+                then=fields.get("then", schedule.then),
+                catch=fields.get("catch", schedule.catch),
+                result_as=fields.get("result_as", schedule.result_as),
+            )
+        )
     # Computed before the row is locked: a costly trigger never holds the write lock.
     upcoming = _future_fire(parsed, now)
     with transaction.atomic():
@@ -346,11 +367,14 @@ def schedule_run_now(
     via: str = "",
     kwargs: dict | None = None,
     tasks: Registry = registry,
+    follow_ups: bool = True,
 ) -> Run:
     """Queue a manual run and wake a scheduler; refused for orphans and duplicates.
 
     `kwargs`, if given, are merged over the schedule's own for this run only;
-    the result must fit the task's signature (InvalidKwargs otherwise).
+    the result must fit the task's signature (InvalidKwargs otherwise). A manual
+    run triggers the schedule's follow-ups like a scheduled one; `follow_ups=False`
+    runs this one only (docs/chains.md).
     """
     refusal = tasks.refusal(schedule.task_name)
     if refusal:
@@ -374,9 +398,11 @@ def schedule_run_now(
             queued_at=now,
             not_before=now,
             requested_by=by if isinstance(by, AbstractBaseUser) and by.is_authenticated else None,
+            follow_ups=follow_ups,
         )
         dispatch.enqueue(run)
-        audit.record("run_now", schedule=schedule, by=by, via=via, detail=f"run #{run.pk}")
+        detail = f"run #{run.pk}" + ("" if follow_ups else " (this one only)")
+        audit.record("run_now", schedule=schedule, by=by, via=via, detail=detail)
     wake_schedulers()
     return run
 

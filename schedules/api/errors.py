@@ -18,7 +18,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from ninja import NinjaAPI, Schema
 from ninja.errors import AuthenticationError, HttpError, Throttled, ValidationError
 
-from .. import services, tokens
+from .. import chains, services, tokens
 from ..registry import OPTION_NAMES
 from ..timing import InvalidTrigger
 
@@ -164,6 +164,10 @@ def install(api: NinjaAPI) -> None:
         for field, (now, yours) in exc.differences.items():
             problems[_option_path(field)] = f"now {now!r}, yours {yours!r}"
         return error_response(409, problems)
+
+    @api.exception_handler(chains.InvalidChain)
+    def invalid_chain(request: HttpRequest, exc: chains.InvalidChain) -> HttpResponse:
+        return error_response(422, {_option_path(k): v for k, v in exc.problems.items()})
 
     @api.exception_handler(services.InvalidKwargs)
     def invalid_kwargs(request: HttpRequest, exc: ValueError) -> HttpResponse:

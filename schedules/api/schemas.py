@@ -59,6 +59,19 @@ class OptionsIn(Strict):
         | Annotated[str, Field(max_length=20)]
     ) = Field(default=None, description="an integer, or low, normal, high, critical")
     dispatch: Literal[tuple(Dispatch.values)] = None  # type: ignore[valid-type]
+    then: list[Annotated[str, Field(max_length=200)]] = Field(
+        default=None, max_length=100, description="follow-up schedule codes run after a success"
+    )
+    catch: list[Annotated[str, Field(max_length=200)]] = Field(
+        default=None,
+        max_length=100,
+        description="follow-up schedule codes run after a final failure (retries exhausted)",
+    )
+    result_as: str = Field(
+        default=None,
+        max_length=100,
+        description="the kwarg follow-ups receive the outcome in (result or failure); '': none",
+    )
 
 
 class OptionsOut(Schema):
@@ -71,6 +84,9 @@ class OptionsOut(Schema):
     misfire_grace: float
     priority: int
     dispatch: str
+    then: list[str] = []
+    catch: list[str] = []
+    result_as: str = ""
 
 
 class ScheduleCreate(Strict):
@@ -104,6 +120,9 @@ class ScheduleUpdate(Strict):
 class RunNowIn(Strict):
     kwargs: dict[str, Any] | None = Field(
         default=None, description="merged over the schedule's kwargs, for this run only"
+    )
+    follow_ups: bool = Field(
+        default=True, description="false: this one only, its follow-ups are not queued"
     )
 
 
@@ -175,6 +194,8 @@ class RunOut(Schema):
     scheduler: str | None
     requested_by: str | None
     cancelled_by: str | None
+    parent_id: int | None = Field(default=None, description="the run this one follows")
+    depth: int = Field(default=0, description="follow-ups from the chain's first run")
 
 
 class RunDetailOut(RunOut):

@@ -14,7 +14,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from schedules import inputs, services
+from schedules import chains, inputs, services
 from schedules.choices import Dispatch, Misfire, Overlap, priority_value
 from schedules.management.cli import os_user
 from schedules.models import Schedule
@@ -37,6 +37,9 @@ OPTION_FLAGS: dict[str, tuple[str, Callable, str]] = {
         "higher runs first: an integer, or low, normal, high, critical",
     ),
     "dispatch": ("--dispatch", str, f"where bodies run: {', '.join(Dispatch.values)}"),
+    "then": ("--then", str, "follow-up schedule codes on success, comma-separated ('' clears)"),
+    "catch": ("--catch", str, "follow-up codes on final failure, comma-separated ('' clears)"),
+    "result_as": ("--result-as", str, "pass the outcome to follow-ups as this kwarg ('' stops)"),
 }
 
 
@@ -179,6 +182,9 @@ def _kwargs(text: str) -> object:
 
 def _given_options(options: dict[str, Any]) -> dict[str, Any]:
     given = {name: options[name] for name in OPTION_FLAGS if options.get(name) is not None}
+    for name in ("then", "catch"):
+        if name in given:
+            given[name] = chains.codes_of(given[name])
     if "priority" in given:
         try:
             given["priority"] = priority_value(given["priority"])

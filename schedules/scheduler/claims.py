@@ -22,7 +22,7 @@ from ..models import Dispatch, Run, RunReason, RunStatus, Schedule, ScheduleStat
 from ..registry import Registry
 from ..timing import InvalidTrigger, Trigger
 from ..validation import InvalidKwargs, kwargs_problem, printable, signature_problem
-from . import dispatch
+from . import chains, dispatch
 from .outcomes import record_on_schedules
 from .records import new_run, update_each
 
@@ -187,7 +187,9 @@ def _claim_batch(plans, now, instance_id, local_in_flight, slots: WorkerSlots):
     for run in created:
         if run.status == RunStatus.QUEUED:
             dispatch.enqueue(run)
-    record_on_schedules([run for run in created if run.status == RunStatus.FAILED])
+    failed = [run for run in created if run.status == RunStatus.FAILED]
+    record_on_schedules(failed)
+    chains.queue_follow_ups(failed, now=now)  # failed at claim time: a final failure
     return firsts, replaced
 
 

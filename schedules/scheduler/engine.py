@@ -13,23 +13,26 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from functools import partial
 from typing import Any
 
-from django.db import DatabaseError, connection, connections
+from django.db import connections
 
 from .. import services
 from ..conf import setting
 from ..events import publish_run
 from ..models import Run, RunStatus
 from ..registry import Registry, registry
-from . import claims, hints, instances, outcomes, queued, retention
+from ..wake import wake_schedulers
+from . import claims, hints, instances, outcomes, queued
 from .clock import Clock, SystemClock
+from .dbcalls import db_call, despite_cancel
 from .executor import Executor, Outcome, context_for, default_pool
 from .hooks import Hooks
+from .pruner import Pruner
 from .recorder import OutcomeRecorder
 
 logger = logging.getLogger(__name__)
@@ -62,9 +65,7 @@ class Scheduler:
         )
         # One thread for the scheduler's own queries, apart from web requests and tasks.
         self._db_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sillo-db")
-        # Retention on a thread (and connection) of its own: claims never queue behind it.
-        self._prune_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sillo-prune")
-        self._pruning: asyncio.Task | None = None
+        self.pruner = Pruner()
         self._wake = asyncio.Event()
         self._stopping = False
         self._started = False
@@ -73,7 +74,6 @@ class Scheduler:
         # a run counts against the pool before its task has reached `acquire`.
         self._worker_runs: set[int] = set()
         self._last: dict[str, float] = {}  # step -> monotonic time it last ran
-        self._prune_cursor = retention.Cursor()
         self.recorder = OutcomeRecorder(db=self.db, clock=self.clock)
         self.hooks = Hooks()
         # Runs are queued for want of a free worker: a finished run wakes the loop.
@@ -84,7 +84,7 @@ class Scheduler:
 
     async def db(self, fn: Callable[..., Any], **kwargs: Any) -> Any:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._db_pool, partial(_db_call, fn, kwargs))
+        return await loop.run_in_executor(self._db_pool, partial(db_call, fn, kwargs))
 
     def wake(self) -> None:
         self._wake.set()
@@ -181,11 +181,9 @@ class Scheduler:
         await self.executor.shutdown()
         await self.hooks.drain()
         self.hooks.shutdown()
-        if self._pruning is not None:
-            await asyncio.wait([self._pruning])
-        for pool in (self._db_pool, self._prune_pool):
-            pool.submit(connections.close_all)
-            pool.shutdown(wait=True)
+        await self.pruner.close()
+        self._db_pool.submit(connections.close_all)
+        self._db_pool.shutdown(wait=True)
         logger.info("scheduler %s stopped", self.instance_id)
 
     # -------------------------------------------------------------- one pass
@@ -205,8 +203,8 @@ class Scheduler:
                 self.hooks.finished(run, final=True)
                 await self._publish(run)
         await self._notice_cancelled()
-        if self._due("prune", setting("SILLO_PRUNE_INTERVAL"), now) and not self._prune_running:
-            self._pruning = asyncio.create_task(self._prune(now), name="prune")
+        if not self.pruner.running and self._due("prune", setting("SILLO_PRUNE_INTERVAL"), now):
+            self.pruner.start_round(now)
         if self._due("sync", setting("SILLO_RESYNC_INTERVAL"), now):
             await self.db(services.sync_code_defaults, tasks=self.tasks, now=now)
             for name in sorted(self.tasks.duplicate_names()):
@@ -276,8 +274,9 @@ class Scheduler:
     async def wait_idle(self) -> None:
         """Wait until every run this scheduler launched has been recorded (and a
         round of retention under way has ended)."""
-        while self.in_flight or self._prune_running:
-            await asyncio.wait([*self.in_flight.values(), *filter(None, [self._pruning])])
+        while self.in_flight:
+            await asyncio.wait(list(self.in_flight.values()))
+        await self.pruner.wait()
         await self.hooks.drain()
 
     async def _heartbeat(self, now: datetime) -> None:
@@ -380,7 +379,7 @@ class Scheduler:
             why = exc.args[0] if exc.args else "scheduler shut down"
             outcome = Outcome(RunStatus.CANCELLED, str(why))
         self._release_worker_slot(run.pk)  # the next run may start while this one is recorded
-        finished, retry = await _despite_cancel(self.recorder.record(run, outcome))
+        finished, retry, follow_ups = await despite_cancel(self.recorder.record(run, outcome))
         if finished is None:  # ended elsewhere (replaced, cancelled, marked interrupted)
             ended = await self.db(Run.objects.filter(pk=run.pk).first)
             if ended is not None:
@@ -394,48 +393,16 @@ class Scheduler:
         if retry is not None:
             await self._publish(retry)
             self.wake()  # the sleep is recomputed: the retry starts at its time
-
-    @property
-    def _prune_running(self) -> bool:
-        return self._pruning is not None and not self._pruning.done()
-
-    async def _prune(self, now: datetime) -> None:
-        """A bounded round of retention (every kind of run), on its own timer."""
-        call = partial(
-            _db_call,
-            retention.prune_pass,
-            {
-                "keep": setting("SILLO_RUNS_PER_SCHEDULE"),
-                "max_age_days": setting("SILLO_RUNS_MAX_AGE_DAYS"),
-                "now": now,
-                "cursor": self._prune_cursor,
-            },
-        )
-        try:
-            await asyncio.get_running_loop().run_in_executor(self._prune_pool, call)
-        except Exception:
-            logger.exception("pruning runs failed; trying again at the next round")
+        if follow_ups:
+            for follow in follow_ups:
+                if follow.status == RunStatus.SKIPPED:  # ended at once, as a claim's skip
+                    self.hooks.finished(follow, final=True)
+                await self._publish(follow)
+            self.wake()  # queued follow-ups start now
+            if self.kind == "worker":
+                # A worker's own loop claims nothing: tell the schedulers (a lost hint
+                # costs one poll interval; enqueued follow-ups are already on the pool).
+                await self.db(wake_schedulers)
 
     async def _publish(self, run: Run) -> None:
         await publish_run(run)
-
-
-async def _despite_cancel[T](awaitable: Awaitable[T]) -> T:
-    """Await to the end even if the awaiting task is cancelled: a run's outcome is
-    written once its body has ended, whatever stops the scheduler meanwhile."""
-    future = asyncio.ensure_future(awaitable)
-    while True:
-        try:
-            return await asyncio.shield(future)
-        except asyncio.CancelledError:
-            if future.cancelled():
-                raise
-
-
-def _db_call(fn: Callable[..., Any], kwargs: dict) -> Any:
-    try:
-        return fn(**kwargs)
-    except DatabaseError:
-        # A broken connection is reopened by the next query.
-        connection.close()
-        raise

@@ -16,6 +16,7 @@ from django.db.models.functions import Now
 
 from ..alerts import record as alerts
 from ..models import Run, RunStatus, SchedulerInstance, stale_before
+from . import chains
 from .outcomes import record_on_schedules
 
 logger = logging.getLogger(__name__)
@@ -88,18 +89,22 @@ def recover_crashed(*, now: datetime, stale_after: float, host: str) -> list[Run
     alive = SchedulerInstance.objects.filter(stopped_at__isnull=True).values_list("id", flat=True)
     orphaned = list(Run.objects.running().exclude(scheduler__in=alive))
     interrupted = []
-    for run in orphaned:
-        error = f"scheduler {run.scheduler or '?'} stopped before the run finished"
-        updated = Run.objects.filter(pk=run.pk, status=RunStatus.RUNNING).update(
-            status=RunStatus.INTERRUPTED, finished_at=now, error=error
-        )
-        if updated:
-            run.status, run.finished_at, run.error = RunStatus.INTERRUPTED, now, error
-            interrupted.append(run)
+    # One transaction with the outcomes' side effects: a catch follow-up is written
+    # with the interrupted status or not at all (another recovering scheduler's
+    # conditional update then matches nothing).
     with transaction.atomic():
+        for run in orphaned:
+            error = f"scheduler {run.scheduler or '?'} stopped before the run finished"
+            updated = Run.objects.filter(pk=run.pk, status=RunStatus.RUNNING).update(
+                status=RunStatus.INTERRUPTED, finished_at=now, error=error
+            )
+            if updated:
+                run.status, run.finished_at, run.error = RunStatus.INTERRUPTED, now, error
+                interrupted.append(run)
         record_on_schedules(interrupted)
         # An interrupted run is a final failure: incidents, notifications, counters.
         alerts.after_outcomes(runs=interrupted, retried=set(), now=now)
+        chains.queue_follow_ups(interrupted, now=now)
     if interrupted:
         logger.warning("marked %d run(s) of dead schedulers interrupted", len(interrupted))
     return interrupted

@@ -10,7 +10,7 @@ from ..alerts import record as alerts
 from ..caps import cap_error, cap_traceback
 from ..choices import ERROR_OUTCOMES
 from ..models import Run, RunReason, RunStatus, Schedule, ScheduleStatus
-from . import dispatch
+from . import chains, dispatch
 from .records import new_run, update_each
 
 
@@ -26,9 +26,11 @@ def finish_runs(*, items: list[tuple[Run, dict]], now: datetime) -> list[tuple]:
 
     `items` pairs each Run (as claimed, with its schedule) with its outcome
     (status, error, traceback, result, retry_in). For each, returns (the run,
-    its queued retry), or (None, None) if another process already ended the
-    run (replaced, or interrupted because its scheduler looked dead). A
-    one-shot whose trigger has no slot left is completed after its last attempt.
+    its queued retry, its follow-ups), or (None, None, []) if another process
+    already ended the run (replaced, or interrupted because its scheduler
+    looked dead). A one-shot whose trigger has no slot left is completed after
+    its last attempt. A final outcome queues its follow-ups (then / catch) in
+    this same transaction, so they are never lost nor doubled (chains.py).
     """
     results: list[tuple] = []
     retries: list[Run] = []
@@ -46,14 +48,14 @@ def finish_runs(*, items: list[tuple[Run, dict]], now: datetime) -> list[tuple]:
         deferred = []
         for run, outcome in items:
             if run.pk not in ours:
-                results.append((None, None))
+                results.append((None, None, []))
                 continue
             if outcome["status"] == RunStatus.QUEUED:  # deferred: back in the queue
                 run.status, run.started_at, run.scheduler = RunStatus.QUEUED, None, ""
                 run.not_before = now + timedelta(seconds=outcome["retry_in"] or 0)
                 run.error = outcome["error"]
                 deferred.append(run)
-                results.append((run, None))
+                results.append((run, None, []))
                 continue
             run.status, run.finished_at = outcome["status"], now
             run.error, run.traceback, run.result = (
@@ -72,11 +74,12 @@ def finish_runs(*, items: list[tuple[Run, dict]], now: datetime) -> list[tuple]:
                 retry.requested_by_id = run.requested_by_id
                 retry.parent_id = run.pk
                 retry.dispatch = run.dispatch
+                retry.depth, retry.follow_ups = run.depth, run.follow_ups
                 retries.append(retry)
                 retried.add(run.pk)
             elif schedule is not None and _kind(schedule.trigger) not in ("interval", "cron"):
                 completing.append(schedule.pk)
-            results.append((run, retry))
+            results.append((run, retry, []))
         waiting = ["status", "started_at", "scheduler", "not_before", "error"]
         update_each(Run, waiting, [(*(getattr(r, f) for f in waiting), r.pk) for r in deferred])
         fields = ["status", "finished_at", "error", "traceback", "result"]
@@ -92,7 +95,17 @@ def finish_runs(*, items: list[tuple[Run, dict]], now: datetime) -> list[tuple]:
         Run.objects.bulk_create(retries)
         for retry in retries:
             dispatch.enqueue(retry, run_after=retry.not_before)
-    return results
+        # After the final outcome only: a run that is retried has not finished its work.
+        follow_ups = chains.queue_follow_ups(
+            [run for run in finished if run.pk not in retried], now=now
+        )
+    by_parent: dict[int, list[Run]] = {}
+    for follow in follow_ups:
+        by_parent.setdefault(follow.parent_id, []).append(follow)
+    return [
+        (run, retry, by_parent.get(run.pk, []) if run is not None else [])
+        for run, retry, _ in results
+    ]
 
 
 def _kind(spec: object) -> object:

@@ -13,7 +13,7 @@ from django.db import connection, transaction
 from .. import counters
 from ..models import Dispatch, Run, RunReason, RunStatus
 from ..registry import Registry
-from . import claims, dispatch
+from . import chains, claims, dispatch
 from .outcomes import record_on_schedules
 
 
@@ -101,11 +101,14 @@ class _QueuedBatch:
             claims.fail_unfit(run, misfit, now)
             run.save(update_fields=["status", "started_at", "finished_at", "error"])
             record_on_schedules([run])
+            chains.queue_follow_ups([run], now=now)  # failed at claim time: a final failure
         else:
             schedule = run.schedule
             busy = self.in_flight.get(schedule.pk, 0)
-            if run.reason == RunReason.CATCH_UP and busy >= schedule.max_instances:
-                # A catch-up run waits for a free instance instead of being skipped.
+            waits = run.reason in (RunReason.CATCH_UP, RunReason.CHAINED)
+            if waits and busy >= schedule.max_instances:
+                # A catch-up or a follow-up waits for a free instance instead of
+                # being skipped: it is owed work, not a slot that came too soon.
                 run.not_before = now + claims.CATCH_UP_RECHECK
                 run.save(update_fields=["not_before"])
                 dispatch.enqueue(run, run_after=run.not_before)

@@ -31,11 +31,12 @@ class OutcomeRecorder:
         self._pending: list[tuple[Run, Outcome, asyncio.Future]] = []
         self._flusher: asyncio.Task | None = None
 
-    async def record(self, run: Run, outcome: Outcome) -> tuple[Run | None, Run | None]:
+    async def record(self, run: Run, outcome: Outcome) -> tuple[Run | None, Run | None, list[Run]]:
         """Queue the outcome for the next batched write and wait for it.
 
-        Returns (the finished run, its queued retry or None), or (None, None)
-        if another process ended the run first (replaced, or interrupted).
+        Returns (the finished run, its queued retry or None, its follow-ups), or
+        (None, None, []) if another process ended the run first (replaced, or
+        interrupted).
         """
         done = asyncio.get_running_loop().create_future()
         self._pending.append((run, outcome, done))

@@ -6,7 +6,7 @@ from zoneinfo import available_timezones
 
 from django import forms
 
-from .. import inputs
+from .. import chains, inputs
 from ..choices import priority_value
 from ..models import Schedule
 from ..registry import OPTION_NAMES, registry
@@ -51,6 +51,19 @@ class ScheduleForm(forms.ModelForm):
             help_text="An integer, or low, normal, high, critical: higher starts first "
             "among queued runs.",
         )
+        # Follow-ups as the operator types them: schedule codes, comma-separated.
+        for name, when in (("then", "succeeds"), ("catch", "fails for good (after its retries)")):
+            self.initial[name] = ", ".join(map(str, chains.codes_of(self.initial.get(name))))
+            self.fields[name] = forms.CharField(
+                required=False,
+                label=f"{name.capitalize()} (follow-ups)",
+                help_text=f"Schedule codes to run when a run {when}, comma-separated.",
+            )
+        self.fields["result_as"].label = "Pass the outcome as"
+        self.fields["result_as"].help_text = (
+            "A keyword argument name: follow-ups receive the run's result (then) or its "
+            "failure (catch) in it, over their own kwargs. Empty: not passed."
+        )
         self.fields["tz"].widget = forms.TextInput(attrs={"list": "zones"})
         self.fields["tz"].required = False
         self.fields["tz"].help_text = "Zone to show times in; empty: the trigger's zone."
@@ -83,6 +96,12 @@ class ScheduleForm(forms.ModelForm):
     def clean_rate_mode(self) -> str:
         return self._or_default("rate_mode")
 
+    def clean_then(self) -> list:
+        return chains.codes_of(self.cleaned_data.get("then"))
+
+    def clean_catch(self) -> list:
+        return chains.codes_of(self.cleaned_data.get("catch"))
+
     def clean_kwargs(self) -> dict:
         try:
             return kwargs_from_text(self.cleaned_data.get("kwargs") or "{}")
@@ -103,5 +122,16 @@ class ScheduleForm(forms.ModelForm):
         options = {name: data[name] for name in OPTION_NAMES if data.get(name) is not None}
         for name, problem in inputs.option_problems(options).items():
             if name in self.fields and name not in self.errors:
+                self.add_error(name, problem)
+        code = self.instance.code if self.instance.pk else data.get("code")
+        if code and not any(name in self.errors for name in chains.CHAIN_FIELDS):
+            # Known codes, no cycle (with its path), the depth limit, result_as fits.
+            problems = chains.chain_problems(
+                code=code,
+                then=data.get("then"),
+                catch=data.get("catch"),
+                result_as=data.get("result_as") or "",
+            )
+            for name, problem in problems.items():
                 self.add_error(name, problem)
         return data

@@ -103,7 +103,7 @@ def test_a_cancelled_running_run_keeps_its_ending_when_its_scheduler_reports(
     ours = Run.objects.select_related("schedule").get(pk=run.pk)
     outcome = {"status": RunStatus.SUCCEEDED, "error": "", "traceback": "", "result": None,
                "retry_in": None}  # fmt: skip
-    assert outcomes.finish_runs(items=[(ours, outcome)], now=timezone.now()) == [(None, None)]
+    assert outcomes.finish_runs(items=[(ours, outcome)], now=timezone.now()) == [(None, None, [])]
     assert Run.objects.get(pk=run.pk).status == RunStatus.CANCELLED
 
 

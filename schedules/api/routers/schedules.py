@@ -162,7 +162,10 @@ def run_schedule(request: HttpRequest, code: str, payload: RunNowIn | None = Non
     """Queue a manual run now; optional kwargs are merged over the schedule's for this run."""
     schedule = schedule_for(request, code, OPERATE)
     kwargs = payload.kwargs if payload is not None else None
-    run = services.schedule_run_now(schedule=schedule, by=caller(request), via="api", kwargs=kwargs)
+    follow_ups = payload.follow_ups if payload is not None else True
+    run = services.schedule_run_now(
+        schedule=schedule, by=caller(request), via="api", kwargs=kwargs, follow_ups=follow_ups
+    )
     return Status(202, run_body(run, detail=True))
 
 

@@ -15,7 +15,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 from django.utils import timezone
 
-from schedules import services
+from schedules import chains, selectors, services
 from schedules.management import schedule_writes
 from schedules.management.cli import OneLineParser, os_user
 from schedules.models import FINISHED, Run, Schedule, SchedulerInstance, ScheduleStatus
@@ -79,6 +79,9 @@ class Command(BaseCommand):
         run.add_argument("--wait", action="store_true", help="wait for the outcome")
         run.add_argument("--inline", action="store_true", help="run it in this process")
         run.add_argument("--timeout", type=float, default=600, help="seconds to --wait")
+        run.add_argument(
+            "--only", action="store_true", help="this one only: do not queue its follow-ups"
+        )
         run.add_argument("--json", action="store_true")
 
         cancel_run = action("cancel-run", "stop a queued or running run")
@@ -123,6 +126,11 @@ class Command(BaseCommand):
             services.CancelRefused,
         ) as exc:
             raise CommandError(str(exc), returncode=2) from None
+        except chains.InvalidChain as exc:
+            text = "; ".join(
+                f"--{name.replace('_', '-')}: {problem}" for name, problem in exc.problems.items()
+            )
+            raise CommandError(text, returncode=2) from None
         except ValidationError as exc:
             problems = exc.message_dict.items() if hasattr(exc, "error_dict") else []
             text = "; ".join(f"{field}: {' '.join(m)}" for field, m in problems)
@@ -164,11 +172,25 @@ class Command(BaseCommand):
         data["next_fire_times"] = [
             at.isoformat() for at, _ in schedule.preview_times(10, after=timezone.now())
         ]
+        links = selectors.schedule_links(schedule)
+        data["follow_ups"] = {
+            "then": chains.stored_codes(schedule.then),
+            "catch": chains.stored_codes(schedule.catch),
+            "result_as": schedule.result_as,
+            "upstream": [{"code": n.code, "on": n.kind} for n in links["upstream"]],
+        }
         if json:
             self.emit(data)
             return
+        follow = data.pop("follow_ups")
         for key, value in data.items():
             self.stdout.write(f"{key:18} {value}")
+        self.stdout.write(f"{'then':18} {', '.join(follow['then']) or '-'}")
+        self.stdout.write(f"{'catch':18} {', '.join(follow['catch']) or '-'}")
+        if follow["result_as"]:
+            self.stdout.write(f"{'result_as':18} {follow['result_as']}")
+        upstream = ", ".join(f"{u['code']} ({u['on']})" for u in follow["upstream"])
+        self.stdout.write(f"{'runs after':18} {upstream or '-'}")
 
     def handle_pause(self, *, code: str, json: bool, **_) -> None:
         self._changed(services.schedule_pause(schedule=_schedule(code), by=os_user()), json)
@@ -189,9 +211,9 @@ class Command(BaseCommand):
             self.stdout.write(f"{schedule.code} is {schedule.status}")
 
     def handle_run(
-        self, *, code: str, wait: bool, inline: bool, timeout: float, json: bool, **_
+        self, *, code: str, wait: bool, inline: bool, timeout: float, json: bool, only: bool, **_
     ) -> None:
-        run = services.schedule_run_now(schedule=_schedule(code), by=os_user())
+        run = services.schedule_run_now(schedule=_schedule(code), by=os_user(), follow_ups=not only)
         if inline:
             asyncio.run(process.run_inline(run.pk))
             run.refresh_from_db()
@@ -329,6 +351,8 @@ def _run_line(run: Run) -> str:
         f"#{run.pk:<6} {run.schedule_code:30} {run.status:11} {run.reason:9} "
         f"attempt {run.attempt} {duration:>9}"
     )
+    if run.reason == "chained" and run.parent_id is not None:
+        text += f"  after #{run.parent_id}"
     if run.error:
         text += f"  {run.error.splitlines()[0][:120]}"
     return text

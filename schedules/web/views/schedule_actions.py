@@ -68,7 +68,9 @@ def schedule_run_now(request: HttpRequest, pk: int) -> HttpResponse:
     schedule = access.schedule_for(request, pk, access.OPERATE)
     error = ""
     try:
-        services.schedule_run_now(schedule=schedule, by=request.user)
+        # "Run this one only" (the schedule page's chain): its follow-ups are not queued.
+        only = request.POST.get("only") == "1"
+        services.schedule_run_now(schedule=schedule, by=request.user, follow_ups=not only)
     except services.RunRefused as exc:
         error = str(exc)
     if not request.htmx:

@@ -8,6 +8,7 @@ from django.template.response import TemplateResponse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from ... import selectors
 from ...alerts import rules as alert_rules
 from ...alerts import selectors as alert_selectors
 from ...defaults import differences
@@ -56,6 +57,8 @@ def schedule_detail(request: HttpRequest, pk: int) -> HttpResponse:
         # An operator-edited code default: how it differs from what the code declares.
         "code_differences": differences(schedule) if schedule.source == "operator" else {},
         "longest": longest,
+        # Follow-ups: the schedules this one runs after, and the tree it starts.
+        "links": selectors.schedule_links(schedule),
         "chart_width": WIDTH,
         "chart_height": HEIGHT,
         "effective": alert_rules.explained(schedule),

@@ -10,7 +10,7 @@ from django.template.response import TemplateResponse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
-from ... import services
+from ... import chains, services
 from ...conf import setting
 from ...registry import registry
 from ...timing import InvalidTrigger, get_zone, own_zone, preview_times
@@ -59,6 +59,9 @@ def schedule_create(request: HttpRequest) -> HttpResponse:
             node.error = str(exc)
         except InvalidKwargs as exc:
             form.add_error("kwargs", str(exc).removeprefix("kwargs: "))
+        except chains.InvalidChain as exc:  # another save made the cycle meanwhile
+            for name, problem in exc.problems.items():
+                form.add_error(name, problem)
         else:
             return redirect("schedules:schedule-detail", pk=schedule.pk)
     return _page(request, form, node, status=422)
@@ -96,6 +99,9 @@ def schedule_edit(request: HttpRequest, pk: int) -> HttpResponse:
             status = 409
         except InvalidKwargs as exc:
             form.add_error("kwargs", str(exc).removeprefix("kwargs: "))
+        except chains.InvalidChain as exc:  # another save made the cycle meanwhile
+            for name, problem in exc.problems.items():
+                form.add_error(name, problem)
         else:
             return redirect("schedules:schedule-detail", pk=schedule.pk)
     return _page(request, form, node, schedule, status=status)

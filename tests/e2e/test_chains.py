@@ -1,0 +1,99 @@
+"""Chains end to end: two real schedulers on one database, one killed mid-chain.
+
+On SQLite here, and on PostgreSQL in the production pass (`site` picks the
+server from DATABASE_URL). Every final outcome must have exactly its
+follow-ups: a success one `then` run, a failure (an interrupted run of the
+killed scheduler included) one `catch` run; nothing lost, nothing doubled.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+STEP = {"seconds": 0.4}
+
+
+def test_a_chain_of_three_survives_a_killed_scheduler_each_follow_up_once(site) -> None:
+    never = {"kind": "interval", "every": 30 * 86400}
+    wide = {"max_instances": 100, "kwargs": STEP}
+    site.schedules([
+        ("rescue", "test.echo", never, {"max_instances": 100}),
+        ("step3", "test.sleep", never, {**wide, "catch": ["rescue"]}),
+        ("step2", "test.sleep", never, {**wide, "then": ["step3"], "catch": ["rescue"]}),
+        ("step1", "test.sleep", {"kind": "interval", "every": 1},
+         {**wide, "then": ["step2"], "catch": ["rescue"]}),
+    ])  # fmt: skip
+    survivor, victim = site.start(), site.start()
+    site.wait_for(
+        "SELECT 1 FROM schedules_run WHERE schedule_code = 'step3' AND status = 'succeeded'",
+        timeout=60,
+    )
+    # Kill one scheduler while chains are in flight on both.
+    site.wait_for(
+        "SELECT 1 FROM schedules_run r JOIN schedules_schedulerinstance i ON r.scheduler = i.id "
+        "WHERE r.status = 'running' AND i.pid = ?",
+        victim.pid,
+    )
+    victim.send_signal(signal.SIGKILL)
+    victim.wait(10)
+    time.sleep(6)  # chains go on on the survivor; the victim's heartbeat goes stale (3 s)
+    site.manage("schedules", "cancel", "step1")  # stops firing, drops its queued runs
+    site.wait_for(
+        "SELECT 1 WHERE NOT EXISTS "
+        "(SELECT 1 FROM schedules_run WHERE status IN ('queued', 'running'))",
+        timeout=60,
+    )
+    assert site.stop(survivor) == 0
+
+    finals = site.query(
+        "SELECT id, schedule_code, status FROM schedules_run "
+        "WHERE schedule_code IN ('step1', 'step2', 'step3')"
+    )
+    children: dict[int, list[str]] = {}
+    for parent, code in site.query(
+        "SELECT parent_id, schedule_code FROM schedules_run WHERE reason = 'chained'"
+    ):
+        children.setdefault(parent, []).append(code)
+    wanted_then = {"step1": ["step2"], "step2": ["step3"], "step3": None}
+    for run_id, code, status in finals:
+        if status == "succeeded":
+            assert children.get(run_id) == wanted_then[code], (run_id, code, status)
+        elif status in ("failed", "timed_out", "interrupted"):
+            assert children.get(run_id) == ["rescue"], (run_id, code, status)
+        else:
+            assert run_id not in children, (run_id, code, status)
+    # Not one follow-up without its parent, none doubled, each ran (or ended) once.
+    assert site.query(
+        "SELECT count(*) FROM schedules_run WHERE reason = 'chained' AND parent_id IS NULL"
+    ) == [(0,)]
+    doubled = site.query(
+        "SELECT parent_id, schedule_code, count(*) FROM schedules_run WHERE reason = 'chained' "
+        "GROUP BY parent_id, schedule_code HAVING count(*) > 1"
+    )
+    assert doubled == []
+    # The kill interrupted a run, whose catch ran; whole chains of three completed.
+    interrupted = site.query(
+        "SELECT id FROM schedules_run WHERE status = 'interrupted' AND scheduler IN "
+        "(SELECT id FROM schedules_schedulerinstance WHERE pid = ?)",
+        victim.pid,
+    )
+    assert interrupted, site.logs()
+    assert all(children.get(run_id) == ["rescue"] for (run_id,) in interrupted if run_id in
+               {r for r, c, _ in finals})  # fmt: skip
+    complete = site.query(
+        "SELECT count(*) FROM schedules_run r3 "
+        "JOIN schedules_run r2 ON r3.parent_id = r2.id "
+        "JOIN schedules_run r1 ON r2.parent_id = r1.id "
+        "WHERE r3.schedule_code = 'step3' AND r3.status = 'succeeded' "
+        "AND r2.schedule_code = 'step2' AND r1.schedule_code = 'step1'"
+    )
+    assert complete[0][0] >= 3
+    ran_on = site.query(
+        "SELECT count(DISTINCT scheduler) FROM schedules_run WHERE reason = 'chained'"
+    )
+    assert ran_on[0][0] >= 2, "follow-ups ran on both schedulers"
