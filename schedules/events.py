@@ -32,6 +32,11 @@ def schedule_group(schedule_id: int) -> str:
     return f"runs.schedule.{schedule_id}"
 
 
+def run_group(run_id: int) -> str:
+    """The group of one run's live output (its run page)."""
+    return f"runs.run.{run_id}"
+
+
 @dataclass(frozen=True)
 class RunEvent:
     """What a browser learns of a run when it changes (the result stays in the database)."""
@@ -113,3 +118,38 @@ async def publish_run(run: Run) -> None:
                 await layer.group_send(group, message)
     except Exception as exc:
         logger.warning("run event for run %s not published: %s", run.pk, exc)
+
+
+@dataclass(frozen=True)
+class RunOutputEvent:
+    """Text a running run printed or logged since the last event, for its run page.
+
+    `offset` counts the characters the run wrote before `text`: a page that
+    already shows more skips the overlap, one that shows less notes the gap.
+    """
+
+    type: ClassVar[str] = "run.output"
+
+    run_id: int
+    offset: int
+    text: str
+
+    def marshal(self) -> dict[str, Any]:
+        return {"type": self.type, "output": asdict(self)}
+
+    @classmethod
+    def unmarshal(cls, message: dict[str, Any]) -> RunOutputEvent:
+        return cls(**message["output"])
+
+
+async def publish_output(run_id: int, offset: int, text: str) -> None:
+    """Send a chunk of a run's output to its run page's group."""
+    layer = get_channel_layer()
+    if layer is None or not text:
+        return
+    event = RunOutputEvent(run_id=run_id, offset=offset, text=text)
+    try:
+        async with asyncio.timeout(PUBLISH_TIMEOUT):
+            await layer.group_send(run_group(run_id), event.marshal())
+    except Exception as exc:
+        logger.warning("output of run %s not published: %s", run_id, exc)

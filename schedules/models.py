@@ -45,6 +45,7 @@ __all__ = [
     "Misfire",
     "Overlap",
     "Run",
+    "RunOutput",
     "RunReason",
     "RunStatus",
     "Schedule",
@@ -407,6 +408,26 @@ class Run(models.Model):
     def duration_ms(self) -> int | None:
         duration = self.duration
         return None if duration is None else round(duration.total_seconds() * 1000)
+
+
+class RunOutput(models.Model):
+    """What a run printed and logged, capped (schedules/scheduler/capture.py).
+
+    Its own table, so that lists of runs never read the text; saved every few
+    seconds while the run is running (an interrupted run keeps what it wrote)
+    and once more with its outcome; deleted with its run (retention).
+    """
+
+    run = models.OneToOneField(
+        Run, primary_key=True, on_delete=models.CASCADE, related_name="captured"
+    )
+    text = models.TextField(blank=True)
+    total = models.PositiveBigIntegerField(default=0, help_text="characters written, cut or not")
+    cut = models.PositiveBigIntegerField(default=0, help_text="characters left out mid-way")
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"output of run {self.run_id} ({self.total:,} characters)"
 
 
 class SchedulerInstance(models.Model):
