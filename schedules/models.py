@@ -111,6 +111,37 @@ class RunQuerySet(models.QuerySet["Run"]):
         """A schedule's runs, newest first (run_history_idx)."""
         return self.filter(schedule=schedule).order_by("-queued_at", "-pk")
 
+    def for_page(self) -> RunQuerySet:
+        """With what a run's page shows beside it: its schedule, requester and parent."""
+        return self.select_related("schedule", "requested_by", "parent")
+
+    def attempts_of(self, run: Run, *, limit: int = 100) -> list[Run]:
+        """Every attempt of the run's slot, first to last, this one included.
+
+        A retry points at the attempt it repeats (`parent`, reason `retry`):
+        walk up to the first attempt, then down its retries, one query a step
+        (a slot has at most `max_attempts`, `limit` bounds a corrupt chain).
+        """
+        first = run
+        seen = {run.pk}
+        while first.reason == RunReason.RETRY and first.parent_id and len(seen) < limit:
+            parent = self.filter(pk=first.parent_id).first()
+            if parent is None or parent.pk in seen:
+                break
+            seen.add(parent.pk)
+            first = parent
+        attempts = [first]
+        while len(attempts) < limit:
+            retry = (
+                self.filter(parent_id=attempts[-1].pk, reason=RunReason.RETRY)
+                .order_by("pk")
+                .first()
+            )
+            if retry is None or retry.pk in {a.pk for a in attempts}:
+                break
+            attempts.append(retry)
+        return attempts
+
     def running_counts(self, schedule_ids: Iterable[int]) -> dict[int, int]:
         """Runs in flight per schedule, in one query (run_running_idx)."""
         return dict(
@@ -408,6 +439,17 @@ class Run(models.Model):
     def duration_ms(self) -> int | None:
         duration = self.duration
         return None if duration is None else round(duration.total_seconds() * 1000)
+
+    @property
+    def lateness(self) -> timedelta | None:
+        """How long after its slot the run started (a run without a slot has none)."""
+        if self.slot and self.started_at:
+            return self.started_at - self.slot
+        return None
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in FINISHED
 
 
 class RunOutput(models.Model):

@@ -21,6 +21,7 @@ from .web.views import (
     live,
     metrics,
     run_actions,
+    run_detail,
     schedule_actions,
     schedule_detail,
     schedule_edit,
@@ -64,6 +65,7 @@ urlpatterns = _login_by_default(
             schedule_actions.schedule_drop_queued,
             name="schedule-drop-queued",
         ),
+        path("runs/<int:pk>/", run_detail.run_detail, name="run-detail"),
         path("runs/<int:pk>/cancel/", run_actions.run_cancel, name="run-cancel"),
         path("schedules/<int:pk>/alerts/", alert_rules.schedule_alerts, name="schedule-alerts"),
         path(

@@ -5,8 +5,9 @@ worker runs the task and sends back a reply dict, preceded by `{"output": text}`
 messages while the run prints or logs (capture.py). Anything the task does,
 `SystemExit`, `KeyboardInterrupt` or any other `BaseException` included, becomes
 a failed reply: only the worker's own death (os._exit, a signal, the OOM
-killer) ends it, and the pool turns that into the run's failure. Runs are never interleaved: a worker has
-one run at a time, so stopping a run is stopping its worker.
+killer) ends it, and the pool turns that into the run's failure. Runs are
+never interleaved: a worker has one run at a time, so stopping a run is
+stopping its worker.
 """
 
 from __future__ import annotations

@@ -15,24 +15,26 @@ from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY, get_user_model
 from django.utils.crypto import constant_time_compare
 
 from ..conf import setting
-from ..events import ALL_RUNS_GROUP, RunEvent, schedule_group
+from ..events import ALL_RUNS_GROUP, RunEvent, RunOutputEvent, run_group, schedule_group
 from . import fragments
 from .access import VIEW, abilities
 from .params import parse_id, parse_ids
 
 logger = logging.getLogger(__name__)
 
-VIEWS = ("list", "detail", "log")
+VIEWS = ("list", "detail", "log", "run")
 MAX_PAGE_SCHEDULES = 200
 
 
 class RunEventsConsumer(AsyncWebsocketConsumer):
     """Push-only: run events as HTML fragments that htmx swaps by id.
 
-    `?view=list|detail|log` picks the fragments; `?schedule=<id>` narrows the
+    `?view=list|detail|log|run` picks the fragments; `?schedule=<id>` narrows the
     stream to one schedule; the list view gets only the schedules of its page
-    (`?schedules=<id>,<id>,...`). Anonymous users and users without the view
-    permission are refused (close code 4403). Fragments are rendered once for
+    (`?schedules=<id>,<id>,...`); the run view (`?run=<id>&offset=<n>`) gets the
+    run's output after the `n` characters its page shows, and its state.
+    Anonymous users and users without the view permission are refused (close
+    code 4403). Fragments are rendered once for
     many clients (fragments.py).
     """
 
@@ -50,7 +52,16 @@ class RunEventsConsumer(AsyncWebsocketConsumer):
             self.view = "log"
         schedule = parse_id((query.get("schedule") or [""])[0])
         page = parse_ids((query.get("schedules") or [""])[0].split(","), MAX_PAGE_SCHEDULES)
-        if schedule is not None:
+        self.run_id = parse_id((query.get("run") or [""])[0])
+        self.output_at = parse_id((query.get("offset") or [""])[0]) or 0
+        if self.view == "run":
+            if self.run_id is None:
+                await self.close(code=4400)
+                return
+            self.groups = [run_group(self.run_id)]
+            if schedule is not None:
+                self.groups.append(schedule_group(schedule))
+        elif schedule is not None:
             self.groups = [schedule_group(schedule)]
         elif self.view == "list":
             self.groups = [schedule_group(i) for i in page[:MAX_PAGE_SCHEDULES]]
@@ -105,6 +116,10 @@ class RunEventsConsumer(AsyncWebsocketConsumer):
 
     async def run_event(self, message: dict) -> None:
         event = RunEvent.unmarshal(message)
+        if self.view == "run":
+            if event.id == self.run_id:
+                await self._send_fragment(fragments.run_page_state, event)
+            return
         if self.view == "list":
             self._send_row_when_rendered(event)
             return
@@ -116,6 +131,25 @@ class RunEventsConsumer(AsyncWebsocketConsumer):
         except Exception:
             logger.exception("live fragment for run %s not rendered", event.id)
             return
+        if html:
+            await self.send(text_data=html)
+
+    async def _send_fragment(self, render, event: RunEvent) -> None:
+        try:
+            html = await render(event, self.scope["user"], self.abilities)
+        except Exception:
+            logger.exception("live fragment for run %s not rendered", event.id)
+            return
+        if html:
+            await self.send(text_data=html)
+
+    async def run_output(self, message: dict) -> None:
+        """A chunk of the run's output, appended after what the page already shows."""
+        event = RunOutputEvent.unmarshal(message)
+        if self.view != "run" or event.run_id != self.run_id:
+            return
+        html = fragments.output_chunk(event, self.output_at)
+        self.output_at = max(self.output_at, event.offset + len(event.text))
         if html:
             await self.send(text_data=html)
 

@@ -19,11 +19,13 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 from django.template.loader import render_to_string
+from django.utils.html import escape
 
-from ..events import RunEvent
-from ..models import Schedule
+from ..events import RunEvent, RunOutputEvent
+from ..models import Run, Schedule
 from ..selectors import recent_runs
 from .rows import build_rows
+from .run_page import run_context
 
 FRAGMENT_TTL = 1.0  # seconds a rendered event fragment serves later clients
 _fragments: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -147,6 +149,40 @@ def _run_now_state(event: RunEvent, user: Any) -> str:
         return ""
     (row,) = build_rows([schedule], user)
     return render_to_string("schedules/_run_now.html", {"row": row, "oob": True, "event": event})
+
+
+async def run_page_state(event: RunEvent, user: Any, abilities: tuple) -> str:
+    """The run page after an event of its run: its state, and once it ended, its final
+    part (result, error, the stored output) in place of the live one."""
+    key = ("run", event.id, event.status, abilities)
+    return await shared_render(key, lambda: _run_page_state(event.id, user))
+
+
+@database_sync_to_async
+def _run_page_state(run_id: int, user: Any) -> str:
+    run = Run.objects.for_page().filter(pk=run_id).first()
+    if run is None:
+        return ""
+    context = {**run_context(run, user), "oob": True}
+    html = render_to_string("schedules/run_detail.html#state", context)
+    if run.is_finished:
+        html += render_to_string("schedules/run_detail.html#final", context)
+    return html
+
+
+def output_chunk(event: RunOutputEvent, shown: int) -> str:
+    """Text to append to the run page's output, which shows `shown` characters already:
+    the overlap is dropped, a gap (text written before the page connected) is noted."""
+    text, offset = event.text, event.offset
+    if offset + len(text) <= shown:
+        return ""
+    if offset < shown:
+        text = text[shown - offset :]
+    elif offset > shown:
+        missed = offset - shown
+        note = f"{missed:,} characters not shown live: the whole output appears when the run ends"
+        text = f"\n… [{note}] …\n{text}"
+    return f'<div hx-swap-oob="beforeend:#run-output">{escape(text)}</div>'
 
 
 @database_sync_to_async
