@@ -18,6 +18,7 @@ from django.utils import timezone
 from .caps import cap_error, cap_traceback
 from .choices import (
     FINISHED,
+    PROBLEM_STATUSES,
     Dispatch,
     Misfire,
     Overlap,
@@ -389,6 +390,19 @@ class Run(models.Model):
             ),
             # Health's error rate, the metrics window and the live log's catch-up.
             models.Index(fields=["finished_at"], name="run_finished_idx"),
+            # The runs page (run_filters.RunFilters), newest first, keyset pages: all
+            # runs, time ranges, reasons and error searches walk this one ...
+            models.Index(fields=["-queued_at", "-id"], name="run_recent_idx"),
+            # ... a task's or a schedule code's runs (deleted schedules' included) ...
+            models.Index(fields=["task_name", "-queued_at", "-id"], name="run_task_recent_idx"),
+            models.Index(fields=["schedule_code", "-queued_at", "-id"], name="run_code_recent_idx"),
+            # ... and the runs that did not succeed ("all failures of the last hour"):
+            # partial, so the common outcome, success, costs it nothing.
+            models.Index(
+                fields=["-queued_at", "-id"],
+                name="run_problem_idx",
+                condition=Q(status__in=list(PROBLEM_STATUSES)),
+            ),  # fmt: skip
             # In-flight counts (max_instances) and crash recovery.
             models.Index(
                 fields=["schedule", "scheduler"],

@@ -16,13 +16,14 @@ from django.utils.crypto import constant_time_compare
 
 from ..conf import setting
 from ..events import ALL_RUNS_GROUP, RunEvent, RunOutputEvent, run_group, schedule_group
+from ..run_filters import RunFilters
 from . import fragments
 from .access import VIEW, abilities
 from .params import parse_id, parse_ids
 
 logger = logging.getLogger(__name__)
 
-VIEWS = ("list", "detail", "log", "run")
+VIEWS = ("list", "detail", "log", "run", "runs")
 MAX_PAGE_SCHEDULES = 200
 
 
@@ -63,6 +64,12 @@ class RunEventsConsumer(AsyncWebsocketConsumer):
                 self.groups.append(schedule_group(schedule))
         elif schedule is not None:
             self.groups = [schedule_group(schedule)]
+        elif self.view == "runs":
+            # The runs page: new runs matching its filter, and updates of its rows.
+            self.filters = RunFilters.from_params(query_params(query), now=datetime.now(UTC))
+            self.after = parse_id((query.get("after") or [""])[0]) or 0
+            self.shown = set(parse_ids((query.get("rows") or [""])[0].split(","), 200))
+            self.groups = [ALL_RUNS_GROUP]
         elif self.view == "list":
             self.groups = [schedule_group(i) for i in page[:MAX_PAGE_SCHEDULES]]
         else:
@@ -120,6 +127,9 @@ class RunEventsConsumer(AsyncWebsocketConsumer):
             if event.id == self.run_id:
                 await self._send_fragment(fragments.run_page_state, event)
             return
+        if self.view == "runs":
+            await self._runs_page_event(event)
+            return
         if self.view == "list":
             self._send_row_when_rendered(event)
             return
@@ -133,6 +143,17 @@ class RunEventsConsumer(AsyncWebsocketConsumer):
             return
         if html:
             await self.send(text_data=html)
+
+    async def _runs_page_event(self, event: RunEvent) -> None:
+        """A row shown on the page is updated; a new matching run goes on top, once."""
+        if event.id in self.shown:
+            html = await fragments.run_row(event, prepend=False)
+        elif event.id > self.after and self.filters.matches(event):
+            self.shown.add(event.id)
+            html = await fragments.run_row(event, prepend=True)
+        else:
+            return
+        await self.send(text_data=html)
 
     async def _send_fragment(self, render, event: RunEvent) -> None:
         try:
@@ -210,3 +231,8 @@ def _can_view(user) -> bool:
 @database_sync_to_async
 def _abilities(user) -> dict[str, bool]:
     return abilities(user)
+
+
+def query_params(query: dict[str, list[str]]) -> dict[str, object]:
+    """parse_qs's lists as RunFilters reads them: status a list, the rest single values."""
+    return {key: values if key == "status" else values[0] for key, values in query.items()}

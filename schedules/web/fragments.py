@@ -170,6 +170,15 @@ def _run_page_state(run_id: int, user: Any) -> str:
     return html
 
 
+async def run_row(event: RunEvent, *, prepend: bool) -> str:
+    """A row of the runs page for a run event: new on top, or in place of its row."""
+    context = {"run": event, "oob": True, "prepend": prepend}
+    return await shared_render(
+        ("runrow", event.id, event.status, prepend),
+        _async(lambda: render_to_string("schedules/_run_row.html", context)),
+    )
+
+
 def output_chunk(event: RunOutputEvent, shown: int) -> str:
     """Text to append to the run page's output, which shows `shown` characters already:
     the overlap is dropped, a gap (text written before the page connected) is noted."""

@@ -52,7 +52,7 @@ class TestThePage:
         RunOutput.objects.create(run=run, text="hello\nINFO app: done\n", total=21)
         client.force_login(viewer)
         html = client.get(f"/runs/{run.pk}/").content.decode()
-        assert "Run #%d of" % run.pk in html
+        assert f"Run #{run.pk} of" in html
         assert 'class="badge s-succeeded">succeeded' in html
         assert "Scheduled" in html
         assert "(2.00 s after its slot)" in html
@@ -62,7 +62,7 @@ class TestThePage:
         assert "hello\nINFO app: done\n</pre>" in html
         assert "sched-1" in html
         assert "view=run" not in html  # a finished run streams nothing
-        assert 'href="/schedules/%d/"' % schedule.pk in html
+        assert f'href="/schedules/{schedule.pk}/"' in html
 
     def test_error_traceback_and_output_are_escaped(self, client, viewer, schedule) -> None:
         run = a_run(
@@ -101,7 +101,7 @@ class TestThePage:
         assert f'<a href="/runs/{first.pk}/">#{first.pk}</a>' in html
         assert f'<a href="/runs/{third.pk}/">#{third.pk}</a>' in html
         assert f"<strong>#{second.pk}</strong>" in html
-        assert f"after <a href=\"/runs/{first.pk}/\">run #{first.pk}</a>" in html
+        assert f'after <a href="/runs/{first.pk}/">run #{first.pk}</a>' in html
 
     def test_a_manual_run_names_who_asked(self, client, viewer, operator, schedule) -> None:
         run = a_run(schedule, reason="manual", requested_by=operator)
