@@ -23,6 +23,7 @@ from .web.views import (
     run_actions,
     run_detail,
     run_list,
+    run_with,
     schedule_actions,
     schedule_detail,
     schedule_edit,
@@ -69,6 +70,8 @@ urlpatterns = _login_by_default(
         path("runs/", run_list.run_list, name="run-list"),
         path("runs/<int:pk>/", run_detail.run_detail, name="run-detail"),
         path("runs/<int:pk>/cancel/", run_actions.run_cancel, name="run-cancel"),
+        path("runs/<int:pk>/rerun/", run_with.run_rerun, name="run-rerun"),
+        path("schedules/<int:pk>/run-with/", run_with.schedule_run_with, name="schedule-run-with"),
         path("schedules/<int:pk>/alerts/", alert_rules.schedule_alerts, name="schedule-alerts"),
         path(
             "schedules/<int:pk>/alerts/test/",

@@ -16,7 +16,7 @@ from django.db import DatabaseError
 from django.utils import timezone
 
 from schedules import services
-from schedules.management import schedule_writes
+from schedules.management import run_verbs, schedule_writes
 from schedules.management.cli import OneLineParser, os_user
 from schedules.models import FINISHED, Run, Schedule, SchedulerInstance, ScheduleStatus
 from schedules.presenters import run_data, schedule_data
@@ -31,7 +31,7 @@ from schedules.timing import (
     own_zone,
     preview_times,
 )
-from schedules.validation import InvalidKwargs, json_text, parse_trigger
+from schedules.validation import InvalidKwargs, json_text, kwargs_from_text, parse_trigger
 
 
 class Command(BaseCommand):
@@ -79,6 +79,7 @@ class Command(BaseCommand):
         run.add_argument("--wait", action="store_true", help="wait for the outcome")
         run.add_argument("--inline", action="store_true", help="run it in this process")
         run.add_argument("--timeout", type=float, default=600, help="seconds to --wait")
+        run.add_argument("--kwargs", help="a JSON object merged over the schedule's, for this run")
         run.add_argument("--json", action="store_true")
 
         cancel_run = action("cancel-run", "stop a queued or running run")
@@ -106,10 +107,11 @@ class Command(BaseCommand):
         preview.add_argument("--json", action="store_true", help="a JSON array of ISO-8601 times")
 
         schedule_writes.add_arguments(action)
+        run_verbs.add_arguments(action)
 
     def handle(self, *args: object, **options: object) -> None:
         action = options["action"]
-        write = schedule_writes.HANDLERS.get(action)
+        write = schedule_writes.HANDLERS.get(action) or run_verbs.HANDLERS.get(action)
         try:
             if write is not None:
                 write(self, **options)
@@ -189,9 +191,11 @@ class Command(BaseCommand):
             self.stdout.write(f"{schedule.code} is {schedule.status}")
 
     def handle_run(
-        self, *, code: str, wait: bool, inline: bool, timeout: float, json: bool, **_
+        self, *, code: str, wait: bool, inline: bool, timeout: float, json: bool, **options
     ) -> None:
-        run = services.schedule_run_now(schedule=_schedule(code), by=os_user())
+        given = options.get("kwargs")
+        kwargs = kwargs_from_text(given) if given is not None else None
+        run = services.schedule_run_now(schedule=_schedule(code), by=os_user(), kwargs=kwargs)
         if inline:
             asyncio.run(process.run_inline(run.pk))
             run.refresh_from_db()
