@@ -174,9 +174,9 @@ class RunFilters:
 # ---------------------------------------------------------------- cursor pages
 
 
-def encode_cursor(run: Run) -> str:
-    """An opaque position after `run` in newest-first order."""
-    raw = f"{run.queued_at.isoformat()}|{run.pk}".encode()
+def encode_cursor(row: Any, field: str = "queued_at") -> str:
+    """An opaque position after `row` in newest-first order of (`field`, pk)."""
+    raw = f"{getattr(row, field).isoformat()}|{row.pk}".encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
@@ -193,17 +193,20 @@ def decode_cursor(cursor: str) -> tuple[datetime, int] | None:
     return when, number
 
 
-def page_after(runs: QuerySet[Run], cursor: str | None, size: int) -> tuple[list[Run], str | None]:
-    """One page of `runs` (newest first) after the cursor, and the next page's cursor.
+def page_after(
+    rows: QuerySet, cursor: str | None, size: int, field: str = "queued_at"
+) -> tuple[list, str | None]:
+    """One page of `rows` (ordered newest first by `field`, then pk) after the
+    cursor, and the next page's cursor.
 
     Keyset pagination: the same cost for the first page and the ten-thousandth,
-    and runs recorded meanwhile never shift a page (one query).
+    and rows recorded meanwhile never shift a page (one query).
     """
     position = decode_cursor(cursor) if cursor else None
     if position is not None:
         at, pk = position
-        runs = runs.filter(Q(queued_at__lt=at) | Q(queued_at=at, pk__lt=pk))
-    rows = list(runs[: size + 1])
-    if len(rows) > size:
-        return rows[:size], encode_cursor(rows[size - 1])
-    return rows, None
+        rows = rows.filter(Q(**{f"{field}__lt": at}) | Q(**{field: at, "pk__lt": pk}))
+    found = list(rows[: size + 1])
+    if len(found) > size:
+        return found[:size], encode_cursor(found[size - 1], field)
+    return found, None

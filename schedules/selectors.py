@@ -15,7 +15,7 @@ from django.db.models.functions import Coalesce
 
 from .choices import ERROR_OUTCOMES, RunStatus, ScheduleStatus
 from .conf import setting
-from .models import Run, Schedule, SchedulerInstance
+from .models import AuditEvent, Run, Schedule, SchedulerInstance
 from .registry import Registry, registry
 
 LIST_FLAGS = ("orphan", "duplicate", "invalid", "kwargs")
@@ -231,3 +231,31 @@ def filtered_runs(
     if until is not None:
         runs = runs.filter(queued_at__lt=until)
     return runs.order_by("-pk")
+
+
+AUDIT_ACTIONS = (
+    "create", "edit", "pause", "resume", "cancel", "reactivate", "reset", "delete",
+    "run_now", "rerun", "cancel_run", "drop_queued", "import",
+)  # fmt: skip
+AUDIT_CHANNELS = ("dashboard", "admin", "cli", "api", "code")
+AUDIT_WINDOWS = {"24h": 1, "7d": 7, "30d": 30, "365d": 365}
+
+
+def audit_events(params: Mapping[str, str], *, now: datetime) -> QuerySet[AuditEvent]:
+    """The audit page's events, newest first: by schedule code, action, actor (part
+    of the name), channel and time window; unknown values are ignored."""
+    events = AuditEvent.objects.all()
+    code = (params.get("schedule") or "").replace("\x00", "").strip()[:200]
+    if code:
+        events = events.filter(schedule_code=code)
+    if params.get("action") in AUDIT_ACTIONS:
+        events = events.filter(action=params["action"])
+    actor = (params.get("actor") or "").replace("\x00", "").strip()[:200]
+    if actor:
+        events = events.filter(actor__icontains=actor)
+    if params.get("via") in AUDIT_CHANNELS:
+        events = events.filter(via=params["via"])
+    days = AUDIT_WINDOWS.get(params.get("window") or "")
+    if days:
+        events = events.filter(at__gte=now - timedelta(days=days))
+    return events.order_by("-at", "-pk")

@@ -15,6 +15,7 @@ from .web.access import login_required
 from .web.views import (
     alert_rules,
     api_tokens,
+    audit,
     channels,
     health,
     incidents,
@@ -84,6 +85,7 @@ urlpatterns = _login_by_default(
             name="schedule-action",
         ),
         path("live/", live.live_log, name="live-log"),
+        path("audit/", audit.audit_list, name="audit-list"),
         path("tasks/", task_list.task_list, name="task-list"),
         path("incidents/", incidents.incident_list, name="incident-list"),
         path("incidents/<int:pk>/", incidents.incident_detail, name="incident-detail"),

@@ -410,6 +410,9 @@ class Scheduler:
                 now=now,
                 cursor=self._prune_cursor,
             )
+            await self.db(
+                retention.prune_audit, max_age_days=setting("SILLO_AUDIT_MAX_AGE_DAYS"), now=now
+            )
         except Exception:
             logger.exception("pruning runs failed; trying again at the next round")
 
