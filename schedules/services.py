@@ -318,7 +318,9 @@ def schedule_delete(*, schedule: Schedule, by: Actor = None, via: str = "") -> N
     """Delete a schedule; its runs, audit events and incidents stay (with its code)."""
     with transaction.atomic():
         alerts.schedule_deleted(schedule=schedule, now=timezone.now())
-        audit.record("delete", schedule=None, code=schedule.code, by=by, via=via)
+        audit.record(
+            "delete", schedule=None, code=schedule.code, by=by, via=via, gone_id=schedule.pk
+        )
         schedule.delete()
 
 

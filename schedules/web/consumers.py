@@ -15,7 +15,15 @@ from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY, get_user_model
 from django.utils.crypto import constant_time_compare
 
 from ..conf import setting
-from ..events import ALL_RUNS_GROUP, RunEvent, RunOutputEvent, run_group, schedule_group
+from ..events import (
+    ALL_RUNS_GROUP,
+    SCHEDULES_GROUP,
+    RunEvent,
+    RunOutputEvent,
+    ScheduleEvent,
+    run_group,
+    schedule_group,
+)
 from ..run_filters import RunFilters
 from . import fragments
 from .access import VIEW, abilities
@@ -72,6 +80,7 @@ class RunEventsConsumer(AsyncWebsocketConsumer):
             self.groups = [ALL_RUNS_GROUP]
         elif self.view == "list":
             self.groups = [schedule_group(i) for i in page[:MAX_PAGE_SCHEDULES]]
+            self.groups.append(SCHEDULES_GROUP)  # new schedules: a notice
         else:
             self.groups = [ALL_RUNS_GROUP]
         # Rows show buttons by permission: users who may do the same share renders.
@@ -163,6 +172,29 @@ class RunEventsConsumer(AsyncWebsocketConsumer):
             return
         if html:
             await self.send(text_data=html)
+
+    async def schedule_event(self, message: dict) -> None:
+        """Another operator (or this one) changed a schedule this page shows."""
+        event = ScheduleEvent.unmarshal(message)
+        if self.view not in ("list", "detail"):
+            return
+        user = self.scope["user"]
+        try:
+            html = await fragments.schedule_change(
+                event, view=self.view, username=user.get_username()
+            )
+        except Exception:
+            logger.exception("live change of schedule %s not rendered", event.code)
+            return
+        await self.send(text_data=html)
+        if self.view == "list" and event.action not in ("create", "delete"):
+            # The row as it is now (its buttons follow the new status).
+            key = (event.schedule_id, ("schedule", event.action, event.at))
+            future = fragments.list_rows().row(event.schedule_id, key[1], user, self.abilities)
+            self._rows[event.schedule_id] = future
+            task = asyncio.ensure_future(self._send_row(event.schedule_id, future))
+            self._sending.add(task)
+            task.add_done_callback(self._sending.discard)
 
     async def run_output(self, message: dict) -> None:
         """A chunk of the run's output, appended after what the page already shows."""

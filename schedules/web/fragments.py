@@ -21,7 +21,7 @@ from channels.db import database_sync_to_async
 from django.template.loader import render_to_string
 from django.utils.html import escape
 
-from ..events import RunEvent, RunOutputEvent
+from ..events import RunEvent, RunOutputEvent, ScheduleEvent
 from ..models import Run, Schedule
 from ..selectors import recent_runs
 from .rows import build_rows
@@ -168,6 +168,36 @@ def _run_page_state(run_id: int, user: Any) -> str:
     if run.is_finished:
         html += render_to_string("schedules/run_detail.html#final", context)
     return html
+
+
+VERBS = {
+    "create": "created", "edit": "edited", "pause": "paused", "resume": "resumed",
+    "cancel": "cancelled", "reactivate": "reactivated", "reset": "reset to its code default",
+    "delete": "deleted", "import": "changed by an import",
+}  # fmt: skip
+
+
+async def schedule_change(event: ScheduleEvent, *, view: str, username: str) -> str:
+    """What a page showing a changed schedule learns: a notice naming who did what,
+    and on the schedule page its status and fresh-state prompt (its verbs no longer
+    apply); on the list a deleted schedule's row goes (other rows re-render by id)."""
+    key = ("schedule", event.schedule_id, event.action, event.at, view, username == event.actor)
+    return await shared_render(key, lambda: _schedule_change(event, view, username))
+
+
+@database_sync_to_async
+def _schedule_change(event: ScheduleEvent, view: str, username: str) -> str:
+    status = Schedule.objects.filter(pk=event.schedule_id).values_list("status", flat=True).first()
+    context = {
+        "event": event,
+        "view": view,
+        "gone": status is None,
+        "status": status,
+        "verb": VERBS.get(event.action, event.action),
+        "who": "you" if username and username == event.actor else event.actor or "the code",
+        "at": datetime.fromisoformat(event.at),
+    }
+    return render_to_string("schedules/_schedule_change.html", context)
 
 
 async def run_row(event: RunEvent, *, prepend: bool) -> str:
