@@ -1,4 +1,4 @@
-"""Live schedule changes: another operator's pause, edit, delete or new schedule reaches open pages."""
+"""Live schedule changes: a pause, edit, delete or new schedule reaches the open pages."""
 
 from __future__ import annotations
 
