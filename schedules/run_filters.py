@@ -136,6 +136,10 @@ class RunFilters:
         """Matching runs, newest first, with the list's columns only."""
         return self.apply(Run.objects.all()).only(*LIST_FIELDS).order_by("-queued_at", "-pk")
 
+    def ordered(self) -> QuerySet[Run]:
+        """Matching runs, newest first, every column (exports pick theirs)."""
+        return self.apply(Run.objects.all()).order_by("-queued_at", "-pk")
+
     def matches(self, run: Any) -> bool:
         """Whether a run (or a live RunEvent) passes the filter, checked in Python."""
         if self.statuses and run.status not in self.status_values():

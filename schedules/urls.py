@@ -69,6 +69,7 @@ urlpatterns = _login_by_default(
             name="schedule-drop-queued",
         ),
         path("runs/", run_list.run_list, name="run-list"),
+        path("runs/export.<str:fmt>", run_list.run_export, name="run-export"),
         path("runs/<int:pk>/", run_detail.run_detail, name="run-detail"),
         path("runs/<int:pk>/cancel/", run_actions.run_cancel, name="run-cancel"),
         path("runs/<int:pk>/rerun/", run_with.run_rerun, name="run-rerun"),

@@ -93,11 +93,6 @@ class Command(BaseCommand):
         stats = action("stats", "scheduler and queue stats, and the backlog state")
         stats.add_argument("--json", action="store_true")
 
-        runs = action("runs", "recent runs, newest first")
-        runs.add_argument("code", nargs="?")
-        runs.add_argument("--limit", type=int, default=20)
-        runs.add_argument("--json", action="store_true")
-
         preview = action("preview", "human text and next fire times of an expression or spec")
         preview.add_argument("expression", nargs="?", help="a cron expression, e.g. '0 9 * * 1-5'")
         preview.add_argument("--spec", help="a JSON trigger spec instead of an expression")
@@ -210,7 +205,7 @@ class Command(BaseCommand):
         if json:
             self.emit(run_data(run))
         else:
-            self.stdout.write(_run_line(run))
+            self.stdout.write(run_verbs.run_line(run))
         if run.status in FINISHED and run.status != "succeeded":
             raise CommandError(f"run #{run.pk} ended {run.status}", returncode=1)
 
@@ -263,23 +258,8 @@ class Command(BaseCommand):
             if retry is None:
                 return run
             if not json:
-                self.stdout.write(_run_line(run) + f"  (attempt {run.attempt}; retrying)")
+                self.stdout.write(run_verbs.run_line(run) + f"  (attempt {run.attempt}; retrying)")
             run = retry
-
-    def handle_runs(self, *, code: str | None, limit: int, json: bool, **_) -> None:
-        if not 1 <= limit <= 10_000:
-            raise CommandError("--limit must be from 1 to 10000", returncode=2)
-        runs = Run.objects.all()
-        if code:
-            runs = runs.filter(schedule_code=code)
-        rows = list(runs.order_by("-queued_at", "-pk")[:limit])
-        if json:
-            self.emit([run_data(r) for r in rows])
-            return
-        for run in rows:
-            self.stdout.write(_run_line(run))
-        if not rows:
-            self.stdout.write("no runs")
 
     def handle_preview(
         self,
@@ -325,17 +305,6 @@ def _wait_for(run: Run, deadline: float) -> Run:
 def _retry_of(run: Run) -> Run | None:
     """The attempt queued after `run`: written in the same transaction as its outcome."""
     return Run.objects.filter(parent=run, reason="retry").first()
-
-
-def _run_line(run: Run) -> str:
-    duration = f"{run.duration_ms}ms" if run.duration_ms is not None else "-"
-    text = (
-        f"#{run.pk:<6} {run.schedule_code:30} {run.status:11} {run.reason:9} "
-        f"attempt {run.attempt} {duration:>9}"
-    )
-    if run.error:
-        text += f"  {run.error.splitlines()[0][:120]}"
-    return text
 
 
 def _trigger(expression: str | None, spec: str | None, tz: str | None) -> Trigger:
