@@ -8,12 +8,14 @@ module holds the ones that combine several. Nothing here writes.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime, timedelta
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
+from django.db import connection
 from django.db.models import Count, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce
 
-from .choices import ERROR_OUTCOMES, RunStatus, ScheduleStatus
+from .choices import ERROR_OUTCOMES, FINISHED, RunStatus, ScheduleStatus
 from .conf import setting
 from .models import AuditEvent, Run, Schedule, SchedulerInstance
 from .registry import Registry, registry
@@ -259,3 +261,78 @@ def audit_events(params: Mapping[str, str], *, now: datetime) -> QuerySet[AuditE
     if days:
         events = events.filter(at__gte=now - timedelta(days=days))
     return events.order_by("-at", "-pk")
+
+
+STRIP_LENGTH = 20
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A finished run as an outcome strip shows it."""
+
+    pk: int
+    schedule_id: int
+    status: str
+    queued_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+    @property
+    def duration(self) -> timedelta | None:
+        if self.started_at and self.finished_at:
+            return self.finished_at - self.started_at
+        return None
+
+
+STRIP_FIELDS = ("id", "schedule_id", "status", "queued_at", "started_at", "finished_at")
+
+
+def recent_outcomes(schedule_ids: list[int]) -> dict[int, list[Outcome]]:
+    """Each schedule's last STRIP_LENGTH finished runs, oldest first, in one query.
+
+    One UNION ALL of a LIMITed read per schedule, each walking run_history_idx
+    for its 20 rows, whatever the schedule's history. (A window function
+    numbering every run of the page's schedules read them all: 90 ms for 50
+    schedules of 1,000 runs on SQLite.) The SQL of one read is built once and
+    repeated; rows stay tuples: model instances cost more than the query.
+    """
+    if not schedule_ids:
+        return {}
+    one = (
+        Run.objects.filter(schedule_id=0)  # its parameter comes first, then the statuses
+        .filter(status__in=FINISHED)
+        .order_by("-queued_at")  # run_history_idx's order: no sort
+        .values_list(*STRIP_FIELDS)[:STRIP_LENGTH]
+    )
+    sql, args = one.query.sql_with_params()  # args: the schedule id, then the statuses
+    parts = [f"SELECT * FROM ({sql}) AS s{number}" for number in range(len(schedule_ids))]
+    params = [value for schedule_id in schedule_ids for value in (schedule_id, *args[1:])]
+    with connection.cursor() as cursor:
+        cursor.execute(" UNION ALL ".join(parts), params)
+        rows = cursor.fetchall()
+    found: dict[int, list[Outcome]] = {}
+    for pk, schedule_id, status, *times in rows:
+        queued, started, finished = (_moment(value) for value in times)
+        found.setdefault(schedule_id, []).append(
+            Outcome(pk, schedule_id, status, queued, started, finished)
+        )
+    for outcomes in found.values():
+        outcomes.sort(key=lambda outcome: (outcome.queued_at, outcome.pk))
+    return found
+
+
+def _moment(value: object) -> datetime | None:
+    """A time as the database driver gave it (SQLite: ISO text in UTC)."""
+    if value is None or isinstance(value, datetime):
+        return value
+    return datetime.fromisoformat(str(value)).replace(tzinfo=UTC)
+
+
+def run_history(schedule: Schedule, *, since: datetime) -> list[tuple]:
+    """(status, slot, started_at, finished_at, queued_at) of a schedule's finished runs
+    queued since `since` (run_history_idx): the schedule page's charts over time."""
+    return list(
+        Run.objects.filter(schedule=schedule, queued_at__gte=since, status__in=FINISHED)
+        .order_by()
+        .values_list("status", "slot", "started_at", "finished_at", "queued_at")
+    )
