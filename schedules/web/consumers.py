@@ -93,6 +93,18 @@ class RunEventsConsumer(AsyncWebsocketConsumer):
         # A socket outlives the page: it is closed once its user logs out or loses
         # the view permission (checked every SILLO_WS_RECHECK_INTERVAL seconds).
         self._recheck = asyncio.ensure_future(self._recheck_forever())
+        if self.view == "run":
+            # The run may have moved on between the page's render and this connect
+            # (a quick run ends first; a dropped socket reconnects): catch up.
+            shown = (query.get("status") or [""])[0]
+            current = await fragments.run_status(self.run_id)
+            if current and current != shown:
+                html = await fragments.run_page_now(
+                    self.run_id, current, self.scope["user"], self.abilities
+                )
+                if html:
+                    await self.send(text_data=html)
+            return
         since = (query.get("since") or [""])[0]
         after_text = (query.get("after") or ["0"])[0]
         after = 0 if after_text == "0" else parse_id(after_text)

@@ -154,8 +154,17 @@ def _run_now_state(event: RunEvent, user: Any) -> str:
 async def run_page_state(event: RunEvent, user: Any, abilities: tuple) -> str:
     """The run page after an event of its run: its state, and once it ended, its final
     part (result, error, the stored output) in place of the live one."""
-    key = ("run", event.id, event.status, abilities)
-    return await shared_render(key, lambda: _run_page_state(event.id, user))
+    return await run_page_now(event.id, event.status, user, abilities)
+
+
+async def run_page_now(run_id: int, status: str, user: Any, abilities: tuple) -> str:
+    key = ("run", run_id, status, abilities)
+    return await shared_render(key, lambda: _run_page_state(run_id, user))
+
+
+@database_sync_to_async
+def run_status(run_id: int) -> str | None:
+    return Run.objects.filter(pk=run_id).values_list("status", flat=True).first()
 
 
 @database_sync_to_async

@@ -142,7 +142,8 @@ async def test_output_streams_after_what_the_page_shows_and_the_page_turns_final
     viewer = await sync_to_async(member)("viewer", "Viewers")
     schedule = await sync_to_async(make_schedule)("nightly", "test.echo", every(60))
     run = await sync_to_async(a_run)(schedule, status=RunStatus.RUNNING, started_at=timezone.now())
-    comm = communicator(f"/ws/runs/?view=run&run={run.pk}&schedule={schedule.pk}&offset=5", viewer)
+    path = f"/ws/runs/?view=run&run={run.pk}&schedule={schedule.pk}&offset=5&status=running"
+    comm = communicator(path, viewer)
     assert (await comm.connect())[0]
     await publish_output(run.pk, 0, "abcdefgh")  # overlaps what the page shows
     html = await comm.receive_from(timeout=2)
@@ -172,3 +173,20 @@ async def test_a_run_stream_without_a_run_id_is_refused() -> None:
     connected, code = await comm.connect()
     assert (connected, code) == (False, 4400)
     await comm.disconnect()
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_run_that_moved_on_before_the_socket_connected_is_caught_up() -> None:
+    viewer = await sync_to_async(member)("viewer", "Viewers")
+    schedule = await sync_to_async(make_schedule)("nightly", "test.echo", every(60))
+    run = await sync_to_async(a_run)(schedule, status=RunStatus.SUCCEEDED, result={"n": 1})
+    comm = communicator(f"/ws/runs/?view=run&run={run.pk}&offset=0&status=queued", viewer)
+    assert (await comm.connect())[0]
+    html = await comm.receive_from(timeout=2)
+    assert 'id="run-state" hx-swap-oob="true"' in html and "s-succeeded" in html
+    assert 'id="run-final" hx-swap-oob="true"' in html
+    await comm.disconnect()
+    same = communicator(f"/ws/runs/?view=run&run={run.pk}&offset=0&status=succeeded", viewer)
+    assert (await same.connect())[0]
+    assert await same.receive_nothing(timeout=0.2)
+    await same.disconnect()
