@@ -19,6 +19,8 @@ from ..choices import ERROR_OUTCOMES, RunStatus
 from ..models import Run
 
 WIDTH, HEIGHT, PAD = 640, 160, 24
+# The charts over days sit three to a row: a smaller canvas keeps their text legible.
+DAY_WIDTH, DAY_HEIGHT = 360, 170
 GLYPHS = {
     RunStatus.SUCCEEDED: "✓", RunStatus.FAILED: "✕", RunStatus.TIMED_OUT: "⧗",
     RunStatus.INTERRUPTED: "!", RunStatus.CANCELLED: "–", RunStatus.SKIPPED: "·",
@@ -180,8 +182,16 @@ class DayChart:
     series: list[Series]
     first: date
     last: date
-    width: int = WIDTH
-    height: int = HEIGHT
+    width: int = DAY_WIDTH
+    height: int = DAY_HEIGHT
+
+    @property
+    def base(self) -> int:
+        return self.height - PAD
+
+    @property
+    def right(self) -> int:
+        return self.width - PAD
 
     @property
     def top_text(self) -> str:
@@ -189,16 +199,16 @@ class DayChart:
 
 
 def _x(i: int, count: int) -> float:
-    return PAD + (i + 0.5) * (WIDTH - 2 * PAD) / count
+    return PAD + (i + 0.5) * (DAY_WIDTH - 2 * PAD) / count
 
 
 def _y(value: float, top: float) -> float:
-    return HEIGHT - PAD - (HEIGHT - 2 * PAD) * (value / top if top else 0)
+    return DAY_HEIGHT - PAD - (DAY_HEIGHT - 2 * PAD) * (value / top if top else 0)
 
 
 def rate_chart(days: list[Day]) -> DayChart:
     """Bars of the daily success rate: ok (no error), mixed, bad (under half)."""
-    step = (WIDTH - 2 * PAD) / len(days)
+    step = (DAY_WIDTH - 2 * PAD) / len(days)
     bars = []
     for i, day in enumerate(days):
         if day.rate is None:
@@ -209,9 +219,9 @@ def rate_chart(days: list[Day]) -> DayChart:
         bars.append(
             Bar(
                 x=PAD + i * step + step * 0.1,
-                y=y,
+                y=min(y, DAY_HEIGHT - PAD - 3.0),
                 width=step * 0.8,
-                height=max(1.0, HEIGHT - PAD - y),
+                height=max(3.0, DAY_HEIGHT - PAD - y),  # 0% still shows
                 status=kind,
                 title=f"{day.day:%Y-%m-%d}: {day.rate:.0f}% ({day.succeeded} of {decided})",
             )

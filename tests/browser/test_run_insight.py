@@ -44,6 +44,28 @@ def server(tmp_path_factory):
         "Run.objects.create(schedule=s, schedule_code='broken', task_name='test.fail', "
         "reason='scheduled', status='failed', error='RuntimeError: disk <full>')\n"
     )
+    # Thirty days of history for the charts (screenshots): "history" runs hourly-ish.
+    site.schedule("history", "test.echo", hourly)
+    site.python(
+        "import random\n"
+        "from datetime import timedelta\n"
+        "from django.utils import timezone\n"
+        "from schedules.models import Run, Schedule\n"
+        "s = Schedule.objects.get(code='history')\n"
+        "rng = random.Random(7)\n"
+        "now = timezone.now()\n"
+        "runs = []\n"
+        "for hour in range(0, 30 * 24, 3):\n"
+        "    slot = now - timedelta(hours=hour)\n"
+        "    start = slot + timedelta(seconds=rng.uniform(0.01, 0.3 + (hour % 48) / 40))\n"
+        "    status = 'failed' if rng.random() < 0.08 + (0.3 if 100 < hour < 130 else 0) "
+        "else 'succeeded'\n"
+        "    runs.append(Run(schedule=s, schedule_code='history', task_name='test.echo', "
+        "reason='scheduled', status=status, slot=slot, queued_at=slot, started_at=start, "
+        "finished_at=start + timedelta(seconds=rng.uniform(0.5, 2) + (hour % 24) / 12), "
+        "error='RuntimeError: flaky' if status == 'failed' else ''))\n"
+        "Run.objects.bulk_create(runs)\n"
+    )
     port = free_port()
     process = site.start("--serve", f"127.0.0.1:{port}")
     url = f"http://127.0.0.1:{port}"
@@ -116,13 +138,18 @@ def test_the_runs_page_filters_across_schedules(page, server) -> None:
     page.select_option("select[name=status]", "errors")
     htmx_idle(page)
     expect(page).to_have_url(re.compile(r"status=errors"))
+    expect(page.locator("#run-rows .badge.s-succeeded")).to_have_count(0)
+    page.fill("input[name=schedule]", "broken")
+    page.press("input[name=schedule]", "Enter")
     expect(rows).to_have_count(1)
     expect(rows.first).to_contain_text("broken")
     expect(rows.first).to_contain_text("RuntimeError: disk <full>")
+    page.fill("input[name=schedule]", "")
     page.select_option("select[name=status]", "")
     page.fill("input[name=task]", "test.echo")
     page.press("input[name=task]", "Enter")
-    expect(rows.first).to_contain_text("quick")
+    expect(page).to_have_url(re.compile(r"task=test.echo"))
+    expect(rows.filter(has_text="quick")).to_have_count(1)
     for row in rows.all():
         expect(row).to_contain_text("test.echo")
     expect(page.get_by_test_id("export-jsonl")).to_have_attribute(
@@ -170,8 +197,11 @@ def test_another_operators_pause_shows_on_my_list_without_a_reload(browser, page
 
 def test_screens_of_the_new_pages(page, server) -> None:
     log_in(page, server, "editor")
-    page.click("a.code:has-text('broken')")
+    page.click("a.code:has-text('history')")
+    expect(page.get_by_test_id("history-charts")).to_contain_text("Success rate per day")
     shoot(page, "schedule-page-charts")
+    page.goto(f"{server.url}/")
+    page.click("a.code:has-text('broken')")
     page.click("a:has-text('Run with other kwargs')")
     shoot(page, "run-with-form")
     page.goto(f"{server.url}/audit/")

@@ -94,6 +94,7 @@ def test_the_schedule_page_charts_30_days_with_a_table(client, viewer) -> None:
     client.force_login(viewer)
     with CaptureQueriesContext(connection) as queries:
         html = client.get(f"/schedules/{schedule.pk}/").content.decode()
+    assert "<title>nightly · Sillo Dash</title>" in html
     assert "Last 30 days" in html
     assert html.count('role="img" aria-label="') >= 3
     assert "Success rate per day from" in html
