@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import time
 import urllib.request
@@ -12,11 +13,12 @@ from playwright.sync_api import expect
 
 from tests.e2e.conftest import Site, free_port
 
-from .conftest import htmx_idle, log_in
+from .conftest import ARTIFACTS, htmx_idle, log_in
 
 pytestmark = pytest.mark.slow
 
-SHOTS = Path("/work/wt15-shots")
+# Screenshots of the new pages, looked at by hand (test-artifacts/ unless set).
+SHOTS = Path(os.environ.get("SILLO_SHOTS_DIR") or ARTIFACTS)
 WIDTHS = {"desktop": (1280, 900), "phone": (390, 844)}
 
 
@@ -84,7 +86,7 @@ def server(tmp_path_factory):
 
 
 def shoot(page, name: str) -> None:
-    """The page at desktop and phone widths, into /work/wt15-shots/ (looked at by hand)."""
+    """The page at desktop and phone widths, into SHOTS."""
     SHOTS.mkdir(exist_ok=True)
     for label, (width, height) in WIDTHS.items():
         page.set_viewport_size({"width": width, "height": height})
