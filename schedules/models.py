@@ -402,6 +402,13 @@ class Run(models.Model):
                 fields=["-queued_at", "-id"],
                 name="run_problem_idx",
                 condition=Q(status__in=list(PROBLEM_STATUSES)),
+            ),
+            # ... and the runs that were not scheduled (manual, retry, catch-up): rare,
+            # so a reason filter must not scan the whole log to find them.
+            models.Index(
+                fields=["-queued_at", "-id"],
+                name="run_unscheduled_idx",
+                condition=~Q(reason="scheduled"),
             ),  # fmt: skip
             # In-flight counts (max_instances) and crash recovery.
             models.Index(

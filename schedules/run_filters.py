@@ -32,6 +32,9 @@ PROBLEM_CONDITION = RawSQL(
     output_field=BooleanField(),
 )
 
+# run_unscheduled_idx's condition, in the form Django writes it for ~Q(reason=...).
+UNSCHEDULED_CONDITION = RawSQL("NOT (\"reason\" = 'scheduled')", [], output_field=BooleanField())
+
 # The columns a page, a stream and an export read (never the output, result or traceback).
 LIST_FIELDS = (
     "id", "schedule_id", "schedule_code", "task_name", "reason", "slot", "attempt", "status",
@@ -124,6 +127,8 @@ class RunFilters:
             runs = runs.filter(schedule_code=self.schedule)
         if self.reason:
             runs = runs.filter(reason=self.reason)
+            if self.reason != RunReason.SCHEDULED:
+                runs = runs.filter(UNSCHEDULED_CONDITION)  # run_unscheduled_idx, as above
         if self.since:
             runs = runs.filter(queued_at__gte=self.since)
         if self.until:

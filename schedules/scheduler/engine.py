@@ -12,7 +12,6 @@ import asyncio
 import logging
 import os
 import socket
-import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -28,11 +27,11 @@ from ..events import publish_output, publish_run
 from ..models import Run, RunStatus
 from ..registry import Registry, registry
 from . import claims, hints, instances, outcomes, retention
-from .capture import OutputBuffer
 from .clock import Clock, SystemClock
 from .executor import Executor, Outcome, context_for, default_pool, new_output
 from .hooks import Hooks
 from .recorder import OutcomeRecorder
+from .streaming import stream_output
 
 logger = logging.getLogger(__name__)
 
@@ -40,10 +39,6 @@ MAX_BACKOFF = 30.0
 # While runs are in flight, how often to look for runs another process ended
 # (an operator's cancel, a replace): a cancel takes effect within this plus the kill grace.
 CANCEL_CHECK_INTERVAL = 0.5
-# A running run's output goes to its page this often, and is saved this often
-# (real seconds: the live stream is about the browser's time, not the slots').
-LIVE_OUTPUT_INTERVAL = 0.25
-SAVE_OUTPUT_INTERVAL = 2.0
 
 
 class Scheduler:
@@ -356,7 +351,9 @@ class Scheduler:
         output = new_output()
         streamer = None
         if output is not None:
-            streamer = asyncio.create_task(self._stream_output(run.pk, output))
+            streamer = asyncio.create_task(
+                stream_output(run.pk, output, db=self.db, clock=self.clock)
+            )
         try:
             outcome = await self.executor.execute(declaration, context, output)
         except asyncio.CancelledError as exc:
@@ -381,24 +378,6 @@ class Scheduler:
         if retry is not None:
             await self._publish(retry)
             self.wake()  # the sleep is recomputed: the retry starts at its time
-
-    async def _stream_output(self, run_id: int, output: OutputBuffer) -> None:
-        """While the run runs: its new output to its page, and saved now and then."""
-        saved_at = time.monotonic()
-        while True:
-            await asyncio.sleep(LIVE_OUTPUT_INTERVAL)
-            await publish_output(run_id, *output.take_pending())
-            if output.unsaved() and time.monotonic() - saved_at >= SAVE_OUTPUT_INTERVAL:
-                saved_at = time.monotonic()
-                text, total, cut = output.snapshot()
-                try:
-                    await self.db(
-                        outcomes.save_output, run_id=run_id, text=text, total=total, cut=cut,
-                        now=self.clock.now(),
-                    )  # fmt: skip
-                except Exception as exc:  # the outcome saves it anyway
-                    logger.warning("output of run %s not saved yet: %s", run_id, exc)
-                output.mark_saved(total)
 
     async def _prune(self, now: datetime) -> None:
         """A bounded round of retention (every kind of run), on its own timer."""

@@ -162,6 +162,8 @@ def plan(queryset) -> str:
         ({"schedule": "alpha"}, "run_code_recent_idx"),
         ({"status": "errors"}, "run_problem_idx"),
         ({"window": "1h"}, "run_recent_idx"),
+        ({"reason": "manual"}, "run_unscheduled_idx"),
+        ({"reason": "scheduled"}, "run_recent_idx"),
     ],
 )
 def test_each_filter_reads_an_index_in_page_order(params, index) -> None:
