@@ -62,12 +62,17 @@ def test_charts_have_points_only_for_days_with_runs() -> None:
 def test_the_list_shows_the_last_20_outcomes_oldest_first(client, viewer) -> None:
     schedule = make_schedule("nightly", "test.echo", every(60))
     now = timezone.now()
-    for i in range(25):
+    made = [
         Run.objects.create(
-            schedule=schedule, schedule_code="nightly", task_name="test.echo",
-            reason="scheduled", queued_at=now - timedelta(minutes=25 - i),
+            schedule=schedule,
+            schedule_code="nightly",
+            task_name="test.echo",
+            reason="scheduled",
+            queued_at=now - timedelta(minutes=25 - i),
             status=RunStatus.FAILED if i == 24 else RunStatus.SUCCEEDED,
         )  # fmt: skip
+        for i in range(25)
+    ]
     Run.objects.create(schedule=schedule, schedule_code="nightly", task_name="test.echo",
                        reason="manual", status=RunStatus.RUNNING)  # fmt: skip
     client.force_login(viewer)
@@ -75,7 +80,8 @@ def test_the_list_shows_the_last_20_outcomes_oldest_first(client, viewer) -> Non
     strip = html.split('data-testid="strip">')[1].split("</div>")[0]
     assert strip.count('class="cell') == 20
     cells = strip.split("</span>")[:-1]
-    assert cells[-1].startswith('<span class="cell o-failed" title="#25 failed, ')
+    assert cells[-1].startswith(f'<span class="cell o-failed" title="#{made[-1].pk} failed, ')
+    assert f"#{made[5].pk} succeeded" in cells[0]  # the oldest of the last 20
     assert cells[-1].endswith(">✕") and all("o-succeeded" in c for c in cells[:-1])
     assert 'aria-label="Last 20 outcomes, oldest first: 19 succeeded, 1 failed"' in html
 
