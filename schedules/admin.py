@@ -175,6 +175,14 @@ class ScheduleAdmin(admin.ModelAdmin):
         obj.pk = created.pk
         obj.refresh_from_db()
 
+    def delete_model(self, request, obj: Schedule) -> None:
+        """Through the service: audited, and its open incidents closed."""
+        services.schedule_delete(schedule=obj, by=request.user, via="admin")
+
+    def delete_queryset(self, request, queryset) -> None:
+        for schedule in queryset:
+            services.schedule_delete(schedule=schedule, by=request.user, via="admin")
+
 
 @admin.register(Run)
 class RunAdmin(admin.ModelAdmin):

@@ -1,12 +1,24 @@
-"""Who did what to which schedule: one row per operator action, written by the services."""
+"""Who did what to which schedule: one row per operator action, written by the services.
+
+Every action recorded here that changes a schedule is also announced to live
+pages once its transaction commits (events.ScheduleEvent): the audit trail and
+the live pages then never disagree about what happened.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
 
+from .events import ScheduleEvent, announce_change
 from .models import AuditEvent, Schedule
+
+# Actions that change what a schedule's row and page show (runs announce themselves).
+CHANGES = frozenset(
+    {"create", "edit", "pause", "resume", "cancel", "reactivate", "reset", "delete", "import"}
+)
 
 
 def actor(by: AbstractBaseUser | str | None) -> str:
@@ -37,8 +49,10 @@ def record(
     code: str = "",
     changes: dict[str, Any] | None = None,
     detail: str = "",
+    gone_id: int | None = None,
 ) -> AuditEvent:
-    return AuditEvent.objects.create(
+    """One event; `gone_id` names a deleted schedule's id for the live pages showing it."""
+    event = AuditEvent.objects.create(
         schedule=schedule if schedule is not None and schedule.pk else None,
         schedule_code=code or (schedule.code if schedule is not None else ""),
         action=action,
@@ -47,3 +61,11 @@ def record(
         changes=changes or {},
         detail=detail[:500],
     )
+    schedule_id = schedule.pk if schedule is not None else gone_id
+    if action in CHANGES and schedule_id:
+        change = ScheduleEvent(
+            schedule_id=schedule_id, code=event.schedule_code, action=action,
+            actor=event.actor, at=event.at.isoformat(),
+        )  # fmt: skip
+        transaction.on_commit(lambda: announce_change(change))
+    return event

@@ -95,5 +95,7 @@ FINISHED = (
     RunStatus.INTERRUPTED,
     RunStatus.CANCELLED,
 )
+# Runs that did not succeed: the runs page's partial index (run_problem_idx) holds these.
+PROBLEM_STATUSES = ("failed", "timed_out", "interrupted", "cancelled", "skipped")
 # Outcomes that count as errors in a schedule's counters, health and metrics.
 ERROR_OUTCOMES = (RunStatus.FAILED, RunStatus.TIMED_OUT, RunStatus.INTERRUPTED)

@@ -6,6 +6,7 @@ A host overrides any of them in its Django settings; none is required.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from django.conf import settings
@@ -45,6 +46,13 @@ DEFAULTS: dict[str, Any] = {
     # Seconds between two bounded rounds of pruning.
     "SILLO_PRUNE_INTERVAL": 60.0,
     "SILLO_RESULT_MAX_CHARS": 10_000,
+    # A run's captured output (prints, stderr, log records): at most this many
+    # characters, its head and tail kept (0: capture nothing), and the lowest
+    # level of log records captured ("" or None: prints only). docs/settings.md.
+    "SILLO_OUTPUT_MAX_CHARS": 1_000_000,
+    "SILLO_OUTPUT_LEVEL": "INFO",
+    # Audit events older than this many days are deleted (None: kept for ever).
+    "SILLO_AUDIT_MAX_AGE_DAYS": 365,
     "SILLO_HEALTH_ERROR_RATE": 0.5,
     # `schedules stats`: the oldest due run waiting longer than these is DEGRADED, STALLED.
     "SILLO_BACKLOG_DEGRADED": 60.0,
@@ -122,6 +130,7 @@ RANGES: tuple[tuple[str, float, float], ...] = (
     ("SILLO_SHUTDOWN_GRACE", 0, 86400),
     ("SILLO_CLAIM_BATCH", 1, 100_000),
     ("SILLO_CHAIN_MAX_DEPTH", 1, 1000),
+    ("SILLO_OUTPUT_MAX_CHARS", 0, 10**9),
 )
 
 
@@ -134,6 +143,11 @@ def setting_problems() -> list[str]:
             problems.append(f"{name} must be a number from {low:g} to {high:g}, got {value!r}")
         elif not low <= value <= high:
             problems.append(f"{name} must be from {low:g} to {high:g}, got {value!r}")
+    level = setting("SILLO_OUTPUT_LEVEL")
+    if level not in (None, "", "OFF", "off") and not isinstance(
+        level if isinstance(level, int) else logging.getLevelName(str(level).upper()), int
+    ):
+        problems.append(f"SILLO_OUTPUT_LEVEL must be a logging level name or '', got {level!r}")
     if not problems and setting("SILLO_HEARTBEAT_INTERVAL") > setting("SILLO_STALE_AFTER") / 3:
         problems.append(
             "SILLO_HEARTBEAT_INTERVAL must be at most a third of SILLO_STALE_AFTER "

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
 from .caps import cap_error
@@ -30,6 +31,11 @@ _TIMES = ("slot", "queued_at", "started_at", "finished_at")
 
 def schedule_group(schedule_id: int) -> str:
     return f"runs.schedule.{schedule_id}"
+
+
+def run_group(run_id: int) -> str:
+    """The group of one run's live output (its run page)."""
+    return f"runs.run.{run_id}"
 
 
 @dataclass(frozen=True)
@@ -117,3 +123,80 @@ async def publish_run(run: Run) -> None:
                 await layer.group_send(group, message)
     except Exception as exc:
         logger.warning("run event for run %s not published: %s", run.pk, exc)
+
+
+@dataclass(frozen=True)
+class RunOutputEvent:
+    """Text a running run printed or logged since the last event, for its run page.
+
+    `offset` counts the characters the run wrote before `text`: a page that
+    already shows more skips the overlap, one that shows less notes the gap.
+    """
+
+    type: ClassVar[str] = "run.output"
+
+    run_id: int
+    offset: int
+    text: str
+
+    def marshal(self) -> dict[str, Any]:
+        return {"type": self.type, "output": asdict(self)}
+
+    @classmethod
+    def unmarshal(cls, message: dict[str, Any]) -> RunOutputEvent:
+        return cls(**message["output"])
+
+
+async def publish_output(run_id: int, offset: int, text: str) -> None:
+    """Send a chunk of a run's output to its run page's group."""
+    layer = get_channel_layer()
+    if layer is None or not text:
+        return
+    event = RunOutputEvent(run_id=run_id, offset=offset, text=text)
+    try:
+        async with asyncio.timeout(PUBLISH_TIMEOUT):
+            await layer.group_send(run_group(run_id), event.marshal())
+    except Exception as exc:
+        logger.warning("output of run %s not published: %s", run_id, exc)
+
+
+# New schedules (a list page shows a notice): changes of one go to its own group.
+SCHEDULES_GROUP = "schedules"
+
+
+@dataclass(frozen=True)
+class ScheduleEvent:
+    """An operator changed a schedule: pages showing it update, so nobody acts on a
+    stale page. Sent after the change commits, by `announce_change`."""
+
+    type: ClassVar[str] = "schedule.event"
+
+    schedule_id: int
+    code: str
+    action: str
+    actor: str
+    at: str  # ISO-8601
+
+    def marshal(self) -> dict[str, Any]:
+        return {"type": self.type, "schedule": asdict(self)}
+
+    @classmethod
+    def unmarshal(cls, message: dict[str, Any]) -> ScheduleEvent:
+        return cls(**message["schedule"])
+
+    def groups(self) -> list[str]:
+        if self.action == "create":
+            return [schedule_group(self.schedule_id), SCHEDULES_GROUP]
+        return [schedule_group(self.schedule_id)]
+
+
+def announce_change(event: ScheduleEvent) -> None:
+    """Publish a schedule event (from sync code, after the commit); never raises."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        for group in event.groups():
+            async_to_sync(layer.group_send)(group, event.marshal())
+    except Exception as exc:  # live pages are hints; the database is the truth
+        logger.warning("schedule event for %s not published: %s", event.code, exc)

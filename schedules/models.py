@@ -18,6 +18,7 @@ from django.utils import timezone
 from .caps import cap_error, cap_traceback
 from .choices import (
     FINISHED,
+    PROBLEM_STATUSES,
     Dispatch,
     Misfire,
     Overlap,
@@ -45,6 +46,7 @@ __all__ = [
     "Misfire",
     "Overlap",
     "Run",
+    "RunOutput",
     "RunReason",
     "RunStatus",
     "Schedule",
@@ -119,6 +121,37 @@ class RunQuerySet(models.QuerySet["Run"]):
     def for_schedule(self, schedule: Schedule | int) -> RunQuerySet:
         """A schedule's runs, newest first (run_history_idx)."""
         return self.filter(schedule=schedule).order_by("-queued_at", "-pk")
+
+    def for_page(self) -> RunQuerySet:
+        """With what a run's page shows beside it: its schedule, requester and parent."""
+        return self.select_related("schedule", "requested_by", "parent")
+
+    def attempts_of(self, run: Run, *, limit: int = 100) -> list[Run]:
+        """Every attempt of the run's slot, first to last, this one included.
+
+        A retry points at the attempt it repeats (`parent`, reason `retry`):
+        walk up to the first attempt, then down its retries, one query a step
+        (a slot has at most `max_attempts`, `limit` bounds a corrupt chain).
+        """
+        first = run
+        seen = {run.pk}
+        while first.reason == RunReason.RETRY and first.parent_id and len(seen) < limit:
+            parent = self.filter(pk=first.parent_id).first()
+            if parent is None or parent.pk in seen:
+                break
+            seen.add(parent.pk)
+            first = parent
+        attempts = [first]
+        while len(attempts) < limit:
+            retry = (
+                self.filter(parent_id=attempts[-1].pk, reason=RunReason.RETRY)
+                .order_by("pk")
+                .first()
+            )
+            if retry is None or retry.pk in {a.pk for a in attempts}:
+                break
+            attempts.append(retry)
+        return attempts
 
     def running_counts(self, schedule_ids: Iterable[int]) -> dict[int, int]:
         """Runs in flight per schedule, in one query (run_running_idx)."""
@@ -385,6 +418,26 @@ class Run(models.Model):
             ),
             # Health's error rate, the metrics window and the live log's catch-up.
             models.Index(fields=["finished_at"], name="run_finished_idx"),
+            # The runs page (run_filters.RunFilters), newest first, keyset pages: all
+            # runs, time ranges, reasons and error searches walk this one ...
+            models.Index(fields=["-queued_at", "-id"], name="run_recent_idx"),
+            # ... a task's or a schedule code's runs (deleted schedules' included) ...
+            models.Index(fields=["task_name", "-queued_at", "-id"], name="run_task_recent_idx"),
+            models.Index(fields=["schedule_code", "-queued_at", "-id"], name="run_code_recent_idx"),
+            # ... and the runs that did not succeed ("all failures of the last hour"):
+            # partial, so the common outcome, success, costs it nothing.
+            models.Index(
+                fields=["-queued_at", "-id"],
+                name="run_problem_idx",
+                condition=Q(status__in=list(PROBLEM_STATUSES)),
+            ),
+            # ... and the runs that were not scheduled (manual, retry, catch-up): rare,
+            # so a reason filter must not scan the whole log to find them.
+            models.Index(
+                fields=["-queued_at", "-id"],
+                name="run_unscheduled_idx",
+                condition=~Q(reason="scheduled"),
+            ),  # fmt: skip
             # In-flight counts (max_instances) and crash recovery.
             models.Index(
                 fields=["schedule", "scheduler"],
@@ -441,6 +494,37 @@ class Run(models.Model):
     def duration_ms(self) -> int | None:
         duration = self.duration
         return None if duration is None else round(duration.total_seconds() * 1000)
+
+    @property
+    def lateness(self) -> timedelta | None:
+        """How long after its slot the run started (a run without a slot has none)."""
+        if self.slot and self.started_at:
+            return self.started_at - self.slot
+        return None
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in FINISHED
+
+
+class RunOutput(models.Model):
+    """What a run printed and logged, capped (schedules/scheduler/capture.py).
+
+    Its own table, so that lists of runs never read the text; saved every few
+    seconds while the run is running (an interrupted run keeps what it wrote)
+    and once more with its outcome; deleted with its run (retention).
+    """
+
+    run = models.OneToOneField(
+        Run, primary_key=True, on_delete=models.CASCADE, related_name="captured"
+    )
+    text = models.TextField(blank=True)
+    total = models.PositiveBigIntegerField(default=0, help_text="characters written, cut or not")
+    cut = models.PositiveBigIntegerField(default=0, help_text="characters left out mid-way")
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"output of run {self.run_id} ({self.total:,} characters)"
 
 
 class SchedulerInstance(models.Model):

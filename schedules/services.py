@@ -339,7 +339,9 @@ def schedule_delete(*, schedule: Schedule, by: Actor = None, via: str = "") -> N
     """Delete a schedule; its runs, audit events and incidents stay (with its code)."""
     with transaction.atomic():
         alerts.schedule_deleted(schedule=schedule, now=timezone.now())
-        audit.record("delete", schedule=None, code=schedule.code, by=by, via=via)
+        audit.record(
+            "delete", schedule=None, code=schedule.code, by=by, via=via, gone_id=schedule.pk
+        )
         schedule.delete()
 
 
@@ -366,25 +368,34 @@ def schedule_run_now(
     by: Actor = None,
     via: str = "",
     kwargs: dict | None = None,
+    merge: bool = True,
+    rerun_of: Run | None = None,
     tasks: Registry = registry,
     follow_ups: bool = True,
 ) -> Run:
     """Queue a manual run and wake a scheduler; refused for orphans and duplicates.
 
-    `kwargs`, if given, are merged over the schedule's own for this run only;
-    the result must fit the task's signature (InvalidKwargs otherwise). A manual
-    run triggers the schedule's follow-ups like a scheduled one; `follow_ups=False`
-    runs this one only (docs/chains.md).
+    `kwargs`, if given, are merged over the schedule's own for this run only
+    (`merge=False`: they replace them, as the dashboard's run-with form and a
+    rerun do); the result must fit the task's signature (InvalidKwargs
+    otherwise). `rerun_of` links the new run to the past run it repeats. A
+    manual run triggers the schedule's follow-ups like a scheduled one;
+    `follow_ups=False` runs this one only (docs/chains.md).
     """
     refusal = tasks.refusal(schedule.task_name)
     if refusal:
         raise RunRefused(f"cannot run '{schedule.code}': {refusal}")
     run_kwargs = schedule.kwargs
     if kwargs is not None:
-        run_kwargs = {**schedule.kwargs, **kwargs} if isinstance(kwargs, dict) else kwargs
+        merged = isinstance(kwargs, dict) and merge
+        run_kwargs = {**schedule.kwargs, **kwargs} if merged else kwargs
         problem = kwargs_problem(schedule.task_name, run_kwargs, tasks=tasks)
         if problem:
             raise InvalidKwargs(f"kwargs: {problem}")
+    other = run_kwargs != schedule.kwargs
+    detail = " with other kwargs" if other else ""
+    if rerun_of is not None:
+        detail += f", a rerun of run #{rerun_of.pk}"
     now = timezone.now()
     with transaction.atomic():
         run = Run.objects.create(
@@ -398,13 +409,38 @@ def schedule_run_now(
             queued_at=now,
             not_before=now,
             requested_by=by if isinstance(by, AbstractBaseUser) and by.is_authenticated else None,
+            parent=rerun_of,
             follow_ups=follow_ups,
         )
         dispatch.enqueue(run)
-        detail = f"run #{run.pk}" + ("" if follow_ups else " (this one only)")
-        audit.record("run_now", schedule=schedule, by=by, via=via, detail=detail)
+        if not follow_ups:
+            detail += " (this one only)"
+        audit.record(
+            "rerun" if rerun_of is not None else "run_now", schedule=schedule, by=by, via=via,
+            detail=f"run #{run.pk}{detail}",
+            changes={"kwargs": [schedule.kwargs, run_kwargs]} if other else None,
+        )  # fmt: skip
     wake_schedulers()
     return run
+
+
+def run_rerun(
+    *, run: Run, by: Actor = None, via: str = "", kwargs: dict | None = None,
+    tasks: Registry = registry,
+) -> Run:  # fmt: skip
+    """Queue a manual run of a past run's schedule with that run's kwargs (or `kwargs`).
+
+    Refused, with the reason, when the schedule was deleted or its task cannot run.
+    """
+    schedule = Schedule.objects.filter(pk=run.schedule_id).first() if run.schedule_id else None
+    if schedule is None:
+        raise RunRefused(
+            f"cannot rerun run #{run.pk}: its schedule '{run.schedule_code}' was deleted"
+        )
+    return schedule_run_now(
+        schedule=schedule, by=by, via=via, kwargs=run.kwargs if kwargs is None else kwargs,
+        merge=False, rerun_of=run, tasks=tasks,
+    )  # fmt: skip
 
 
 def run_cancel(*, run: Run, by: Actor, via: str = "") -> Run:

@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("schedules", "0015_alerts"),
+        ("schedules", "0016_run_insight"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

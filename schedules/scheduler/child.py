@@ -1,11 +1,13 @@
 """The worker process: Django set up once, then one run at a time from its pipe.
 
-The scheduler sends `(task_name, kwargs)`; the worker runs the task and sends
-back a reply dict. Anything the task does, `SystemExit`, `KeyboardInterrupt`
-or any other `BaseException` included, becomes a failed reply: only the
-worker's own death (os._exit, a signal, the OOM killer) ends it, and the pool
-turns that into the run's failure. Runs are never interleaved: a worker has
-one run at a time, so stopping a run is stopping its worker.
+The scheduler sends `(task_name, kwargs, result_limit, capture_level)`; the
+worker runs the task and sends back a reply dict, preceded by `{"output": text}`
+messages while the run prints or logs (capture.py). Anything the task does,
+`SystemExit`, `KeyboardInterrupt` or any other `BaseException` included, becomes
+a failed reply: only the worker's own death (os._exit, a signal, the OOM
+killer) ends it, and the pool turns that into the run's failure. Runs are
+never interleaved: a worker has one run at a time, so stopping a run is
+stopping its worker.
 """
 
 from __future__ import annotations
@@ -16,9 +18,12 @@ import json
 import os
 import resource
 import signal
+import threading
 import traceback
 from multiprocessing.connection import Connection
 from typing import Any
+
+from .capture import capturing_in_worker
 
 
 def main(conn: Connection, databases: dict[str, Any]) -> None:
@@ -40,6 +45,8 @@ def main(conn: Connection, databases: dict[str, Any]) -> None:
 
     # One event loop for the worker's life: a new one per async run costs more than the run.
     runner = asyncio.Runner()
+    # The run's output is shipped from a thread as well: one send at a time on the pipe.
+    send_lock = threading.Lock()
     while True:
         try:
             request = conn.recv()
@@ -47,12 +54,17 @@ def main(conn: Connection, databases: dict[str, Any]) -> None:
             return
         if request is None:
             return
-        task_name, kwargs, result_limit = request
-        reply = _run(registry.get(task_name), task_name, kwargs, result_limit, runner)
+        task_name, kwargs, result_limit, capture_level = request
+        if capture_level is False:  # capture off (SILLO_OUTPUT_MAX_CHARS = 0)
+            reply = _run(registry.get(task_name), task_name, kwargs, result_limit, runner)
+        else:
+            with capturing_in_worker(conn, send_lock, capture_level):
+                reply = _run(registry.get(task_name), task_name, kwargs, result_limit, runner)
         close_old_connections()
         reply["peak_memory_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         try:
-            conn.send(reply)
+            with send_lock:
+                conn.send(reply)
         except (BrokenPipeError, OSError):
             return
 

@@ -23,17 +23,18 @@ from django.db import connections
 
 from .. import services
 from ..conf import setting
-from ..events import publish_run
+from ..events import publish_output, publish_run
 from ..models import Run, RunStatus
 from ..registry import Registry, registry
 from ..wake import wake_schedulers
 from . import claims, hints, instances, outcomes, queued
 from .clock import Clock, SystemClock
 from .dbcalls import db_call, despite_cancel
-from .executor import Executor, Outcome, context_for, default_pool
+from .executor import Executor, Outcome, context_for, default_pool, new_output
 from .hooks import Hooks
 from .pruner import Pruner
 from .recorder import OutcomeRecorder
+from .streaming import stream_output
 
 logger = logging.getLogger(__name__)
 
@@ -371,14 +372,25 @@ class Scheduler:
     async def _execute(self, run: Run) -> None:
         declaration = self.tasks.get(run.task_name)
         context = context_for(run, run.schedule)
+        output = new_output()
+        streamer = None
         try:
             self.hooks.started(run)
             await self._publish(run)
-            outcome = await self.executor.execute(declaration, context)
+            if output is not None:
+                streamer = asyncio.create_task(
+                    stream_output(run.pk, output, db=self.db, clock=self.clock)
+                )
+            outcome = await self.executor.execute(declaration, context, output)
         except asyncio.CancelledError as exc:
             why = exc.args[0] if exc.args else "scheduler shut down"
-            outcome = Outcome(RunStatus.CANCELLED, str(why))
+            outcome = Outcome(RunStatus.CANCELLED, str(why), output=output)
+        finally:
+            if streamer is not None:
+                streamer.cancel()
         self._release_worker_slot(run.pk)  # the next run may start while this one is recorded
+        if output is not None:
+            await despite_cancel(publish_output(run.pk, *output.take_pending()))
         finished, retry, follow_ups = await despite_cancel(self.recorder.record(run, outcome))
         if finished is None:  # ended elsewhere (replaced, cancelled, marked interrupted)
             ended = await self.db(Run.objects.filter(pk=run.pk).first)

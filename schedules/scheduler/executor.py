@@ -25,6 +25,7 @@ from django.utils.module_loading import import_string
 from ..conf import setting
 from ..models import Run, RunStatus, Schedule
 from ..registry import TaskDeclaration
+from .capture import OutputBuffer, capturing, level_number
 from .child import describe_exception, jsonable
 from .pipeline import (
     Middleware,
@@ -45,6 +46,8 @@ class Outcome:
     traceback: str = ""
     result: Any = None
     retry_in: float | None = None
+    # What the run printed and logged, capped (None: nothing captured).
+    output: OutputBuffer | None = None
 
 
 class TaskFailed(Exception):
@@ -80,9 +83,12 @@ def context_for(run: Run, schedule: Schedule) -> RunContext:
     )
 
 
-def _call_sync(func: Callable[..., Any], kwargs: dict) -> Any:
+def _call_sync(
+    func: Callable[..., Any], kwargs: dict, output: OutputBuffer | None, level: int | None
+) -> Any:
     try:
-        return func(**kwargs)
+        with capturing(output, level):
+            return func(**kwargs)
     except Exception:
         raise
     except BaseException as exc:  # SystemExit in a thread would surface in the loop
@@ -115,7 +121,14 @@ class Executor:
     def in_worker(self, declaration: TaskDeclaration | None) -> bool:
         return self.pool is not None and (declaration is None or declaration.isolation == "process")
 
-    async def execute(self, declaration: TaskDeclaration, context: RunContext) -> Outcome:
+    async def execute(
+        self,
+        declaration: TaskDeclaration,
+        context: RunContext,
+        output: OutputBuffer | None = None,
+    ) -> Outcome:
+        """Run the pipeline and classify its outcome; what the task prints and logs
+        goes to `output` (which the outcome carries)."""
         # The worker is acquired before the pipeline, so a run's timeout counts its body,
         # not the wait for a worker to start.
         worker: Worker | WorkerDied | None = None
@@ -125,12 +138,14 @@ class Executor:
             except WorkerDied as exc:
                 worker = exc  # the run fails inside the pipeline, so retries apply
         handler = build_pipeline(
-            self._innermost(declaration, worker),
+            self._innermost(declaration, worker, output),
             context,
             [*self.middleware, *declaration.middleware, schedule_rate_limit],
         )
         try:
-            return await self._outcome(handler, context)
+            outcome = await self._outcome(handler, context)
+            outcome.output = output
+            return outcome
         finally:
             if isinstance(worker, Worker):
                 self.pool.release(worker)  # a run the pipeline skipped never used it
@@ -155,15 +170,22 @@ class Executor:
             )
         return Outcome(RunStatus.SUCCEEDED, result=jsonable(result, _result_limit()))
 
-    def _innermost(self, declaration: TaskDeclaration, worker: Worker | WorkerDied | None):
+    def _innermost(
+        self,
+        declaration: TaskDeclaration,
+        worker: Worker | WorkerDied | None,
+        output: OutputBuffer | None,
+    ):
+        level = capture_level()
         if worker is not None:
-            return partial(self._call_in_worker, declaration.name, worker)
+            return partial(self._call_in_worker, declaration.name, worker, output, level)
         func = declaration.func
         if declaration.is_async:
 
             async def call_async(run: RunContext) -> Any:
                 try:
-                    return await func(**run.kwargs)
+                    with capturing(output, level):
+                        return await func(**run.kwargs)
                 except (Exception, asyncio.CancelledError):
                     raise
                 except BaseException as exc:  # SystemExit must not end the scheduler
@@ -172,7 +194,7 @@ class Executor:
             return call_async
 
         async def call_sync(run: RunContext) -> Any:
-            future = self.threads.submit(_call_sync, func, run.kwargs)
+            future = self.threads.submit(_call_sync, func, run.kwargs, output, level)
             try:
                 return await asyncio.wrap_future(future)
             except asyncio.CancelledError:
@@ -183,14 +205,20 @@ class Executor:
         return call_sync
 
     async def _call_in_worker(
-        self, task_name: str, worker: Worker | WorkerDied, run: RunContext
+        self,
+        task_name: str,
+        worker: Worker | WorkerDied,
+        output: OutputBuffer | None,
+        level: int | None,
+        run: RunContext,
     ) -> Any:
         if isinstance(worker, WorkerDied):
             raise TaskFailed(str(worker))
         try:
             reply = await self.pool.run_on(
-                worker, task_name, run.kwargs, result_limit=_result_limit()
-            )
+                worker, task_name, run.kwargs, result_limit=_result_limit(),
+                output=output.write if output is not None else None, capture_level=level,
+            )  # fmt: skip
         except WorkerDied as exc:
             raise TaskFailed(str(exc)) from None
         if not reply["ok"]:
@@ -227,6 +255,17 @@ class Executor:
 
 def _result_limit() -> int:
     return setting("SILLO_RESULT_MAX_CHARS")
+
+
+def capture_level() -> int | None:
+    """The level from which a run's log records are captured (SILLO_OUTPUT_LEVEL)."""
+    return level_number(setting("SILLO_OUTPUT_LEVEL"))
+
+
+def new_output() -> OutputBuffer | None:
+    """A run's output buffer, capped at SILLO_OUTPUT_MAX_CHARS (0: capture nothing)."""
+    limit = setting("SILLO_OUTPUT_MAX_CHARS")
+    return OutputBuffer(limit) if limit else None
 
 
 def default_pool() -> WorkerPool:

@@ -9,7 +9,7 @@ from django.db import transaction
 from ..alerts import record as alerts
 from ..caps import cap_error, cap_traceback
 from ..choices import ERROR_OUTCOMES
-from ..models import Run, RunReason, RunStatus, Schedule, ScheduleStatus
+from ..models import Run, RunOutput, RunReason, RunStatus, Schedule, ScheduleStatus
 from . import chains, dispatch
 from .records import new_run, update_each
 
@@ -95,6 +95,13 @@ def finish_runs(*, items: list[tuple[Run, dict]], now: datetime) -> list[tuple]:
         Run.objects.bulk_create(retries)
         for retry in retries:
             dispatch.enqueue(retry, run_after=retry.not_before)
+        # Output is kept for every run whose body ran, ended here or elsewhere (an
+        # operator's cancel ends the run in the database before its worker stops).
+        _keep_output(
+            [(run.pk, outcome.get("output")) for run, outcome in items
+             if outcome["status"] != RunStatus.QUEUED],
+            now=now,
+        )  # fmt: skip
         # After the final outcome only: a run that is retried has not finished its work.
         follow_ups = chains.queue_follow_ups(
             [run for run in finished if run.pk not in retried], now=now
@@ -106,6 +113,33 @@ def finish_runs(*, items: list[tuple[Run, dict]], now: datetime) -> list[tuple]:
         (run, retry, by_parent.get(run.pk, []) if run is not None else [])
         for run, retry, _ in results
     ]
+
+
+def save_output(*, run_id: int, text: str, total: int, cut: int, now: datetime) -> None:
+    """The output of a running run so far (its page and crash recovery read it)."""
+    if Run.objects.filter(pk=run_id).exists():
+        _upsert([RunOutput(run_id=run_id, text=text, total=total, cut=cut, updated_at=now)])
+
+
+def _keep_output(items: list[tuple[int, object]], *, now: datetime) -> None:
+    written = {pk: buffer for pk, buffer in items if buffer is not None and buffer.total}
+    if not written:
+        return
+    existing = Run.objects.filter(pk__in=list(written)).values_list("pk", flat=True)
+    rows = []
+    for pk in sorted(existing):
+        text, total, cut = written[pk].snapshot()
+        rows.append(RunOutput(run_id=pk, text=text, total=total, cut=cut, updated_at=now))
+    _upsert(rows)
+
+
+def _upsert(rows: list[RunOutput]) -> None:
+    RunOutput.objects.bulk_create(
+        rows,
+        update_conflicts=True,
+        unique_fields=["run"],
+        update_fields=["text", "total", "cut", "updated_at"],
+    )
 
 
 def _kind(spec: object) -> object:

@@ -25,6 +25,7 @@ import multiprocessing
 import os
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing import forkserver
 from multiprocessing.connection import Connection
@@ -123,30 +124,57 @@ class WorkerPool:
             self._starting -= 1
             self._idle.append(worker)
 
-    async def run(self, task_name: str, kwargs: dict, *, result_limit: int) -> dict:
+    async def run(
+        self,
+        task_name: str,
+        kwargs: dict,
+        *,
+        result_limit: int,
+        output: Callable[[str], Any] | None = None,
+        capture_level: int | None = None,
+    ) -> dict:
         """Execute one run in a worker of its own and return its reply."""
-        return await self.run_on(await self.acquire(), task_name, kwargs, result_limit=result_limit)
+        return await self.run_on(
+            await self.acquire(), task_name, kwargs, result_limit=result_limit,
+            output=output, capture_level=capture_level,
+        )  # fmt: skip
 
     async def run_on(
-        self, worker: Worker, task_name: str, kwargs: dict, *, result_limit: int
+        self,
+        worker: Worker,
+        task_name: str,
+        kwargs: dict,
+        *,
+        result_limit: int,
+        output: Callable[[str], Any] | None = None,
+        capture_level: int | None = None,
     ) -> dict:
         """Execute one run in an acquired worker and return its reply; the worker is
         released (or stopped) afterwards.
 
-        Raises WorkerDied if the worker ended mid-run. If the caller is
-        cancelled, the worker is stopped (terminated, then killed) before the
-        cancellation propagates, so the run no longer executes anywhere.
+        What the run prints and logs (at `capture_level`) goes to `output` as it
+        arrives; without `output` the worker captures nothing. Raises WorkerDied
+        if the worker ended mid-run. If the caller is cancelled, the worker is
+        stopped (terminated, then killed) before the cancellation propagates, so
+        the run no longer executes anywhere; what it wrote until then still
+        reaches `output`.
         """
+        level = False if output is None else capture_level
         try:
-            worker.conn.send((task_name, kwargs, result_limit))
-            reply = await self._receive(worker)
+            worker.conn.send((task_name, kwargs, result_limit, level))
+            while True:
+                reply = await self._receive(worker)
+                if "output" not in reply:
+                    break
+                if output is not None:
+                    output(reply["output"])
         except asyncio.CancelledError:
             # Shielded: a second cancellation (shutdown after a timeout) must not
             # leave the worker half stopped.
-            await asyncio.shield(self._stop(worker))
+            await asyncio.shield(self._stop(worker, drain=output))
             raise
         except (EOFError, OSError) as exc:
-            await asyncio.shield(self._stop(worker))
+            await asyncio.shield(self._stop(worker, drain=output))
             raise WorkerDied(child.exit_description(worker.process.exitcode)) from exc
         worker.runs += 1
         memory = reply.pop("peak_memory_mb", 0)
@@ -280,8 +308,12 @@ class WorkerPool:
 
     # ------------------------------------------------------------ stopping
 
-    async def _stop(self, worker: Worker) -> None:
-        """Terminate a worker, kill it after the grace, and wait until it is gone."""
+    async def _stop(self, worker: Worker, *, drain: Callable[[str], Any] | None = None) -> None:
+        """Terminate a worker, kill it after the grace, and wait until it is gone.
+
+        `drain` receives the output the worker shipped before it died and that
+        is still in the pipe (a run stopped at its timeout keeps its last lines).
+        """
         self._busy.discard(worker)
         process = worker.process
         if process.is_alive():
@@ -294,6 +326,8 @@ class WorkerPool:
                 process.kill()
             while process.is_alive():
                 await asyncio.sleep(0.01)
+        if drain is not None:
+            _drain(worker.conn, drain)
         self._discard(worker)
         self._notify()
 
@@ -336,6 +370,17 @@ class WorkerPool:
             worker.process.join(timeout=self.limits.kill_grace)
             if worker.process.is_alive():
                 worker.process.kill()
+
+
+def _drain(conn: Connection, output: Callable[[str], Any]) -> None:
+    """Hand over the output messages left in a dead worker's pipe."""
+    try:
+        while conn.poll():
+            message = conn.recv()
+            if isinstance(message, dict) and "output" in message:
+                output(message["output"])
+    except (EOFError, OSError, ValueError):
+        pass  # the end of the pipe, or a message cut by the kill: nothing more to read
 
 
 def _prepare_fork_server(context: Any) -> None:

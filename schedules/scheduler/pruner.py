@@ -1,4 +1,5 @@
-"""The retention timer: a bounded round of pruning (retention.py) beside the passes.
+"""The retention timer: a bounded round of pruning runs and the audit trail (retention.py)
+beside the passes.
 
 Its own thread and database connection, so a pass never waits behind a round;
 one round at a time.
@@ -52,8 +53,10 @@ class Pruner:
             "now": now,
             "cursor": self._cursor,
         }
+        audit = {"max_age_days": setting("SILLO_AUDIT_MAX_AGE_DAYS"), "now": now}
         try:
             loop = asyncio.get_running_loop()
             await loop.run_in_executor(self._thread, partial(db_call, retention.prune_pass, kwargs))
+            await loop.run_in_executor(self._thread, partial(db_call, retention.prune_audit, audit))
         except Exception:
             logger.exception("pruning runs failed; trying again at the next round")

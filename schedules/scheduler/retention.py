@@ -2,7 +2,9 @@
 
 Each schedule keeps its newest SILLO_RUNS_PER_SCHEDULE finished runs (skipped
 ones included), runs of deleted schedules are kept the same way per schedule
-code, and with SILLO_RUNS_MAX_AGE_DAYS finished runs older than that go too.
+code, and with SILLO_RUNS_MAX_AGE_DAYS finished runs older than that go too. A run's
+captured output goes with it; audit events older than SILLO_AUDIT_MAX_AGE_DAYS
+are pruned on the same timer.
 A pass deletes at most `budget` rows and visits a bounded number of
 schedules (ranked in one query, not one query a schedule), resuming where the
 previous pass stopped; the scheduler runs it on a thread of its own, so claims
@@ -17,7 +19,7 @@ from datetime import datetime, timedelta
 from django.db.models import Count, F, Window
 from django.db.models.functions import RowNumber
 
-from ..models import FINISHED, Run, Schedule
+from ..models import FINISHED, AuditEvent, Run, Schedule
 
 SCHEDULES_PER_PASS = 200
 
@@ -72,6 +74,18 @@ def prune_pass(
             break
         runs = orphaned.filter(schedule_code=code)
         deleted += _delete_beyond(runs, keep, budget - deleted)
+    return deleted
+
+
+def prune_audit(*, max_age_days: float | None, now: datetime, budget: int = 5000) -> int:
+    """Delete up to `budget` audit events older than SILLO_AUDIT_MAX_AGE_DAYS."""
+    if not max_age_days:
+        return 0
+    old = AuditEvent.objects.filter(at__lt=now - timedelta(days=max_age_days))
+    pks = list(old.order_by("pk").values_list("pk", flat=True)[:budget])
+    if not pks:
+        return 0
+    deleted, _ = AuditEvent.objects.filter(pk__in=pks).delete()
     return deleted
 
 

@@ -12,6 +12,7 @@ from django.contrib.messages import get_messages
 from django.urls import reverse
 
 from ..models import Incident
+from ..validation import json_text
 from ..web.access import VIEW
 from ..web.context_processors import banners
 
@@ -69,3 +70,9 @@ def sillo_incident_count(context: template.Context) -> int | None:
 def sillo_incident_socket() -> str:
     """The header count's websocket URL under the host's mount, or "" without a layer."""
     return reverse("schedules:incident-events") if live_updates_on() else ""
+
+
+@register.filter
+def as_json(value: object) -> str:
+    """A stored value as compact JSON text (audit before/after), whatever it holds."""
+    return json_text(value, indent=None)

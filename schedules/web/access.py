@@ -62,10 +62,12 @@ def schedule_for(request: HttpRequest, pk: int, perm: str = VIEW) -> Schedule:
     return schedule
 
 
-def run_for(request: HttpRequest, pk: int, perm: str = VIEW) -> Run:
+def run_for(request: HttpRequest, pk: int, perm: str = VIEW, queryset=None) -> Run:
     """The run, if the user may view runs and has `perm`: 404 unknown, 403 not allowed."""
     require(request, VIEW)
-    run = get_object_or_404(Run, pk=pk)
+    if not valid_id(pk):
+        raise Http404("no such run")
+    run = get_object_or_404(Run.objects.all() if queryset is None else queryset, pk=pk)
     require(request, perm)
     return run
 

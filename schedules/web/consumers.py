@@ -15,24 +15,35 @@ from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY, get_user_model
 from django.utils.crypto import constant_time_compare
 
 from ..conf import setting
-from ..events import ALL_RUNS_GROUP, RunEvent, schedule_group
+from ..events import (
+    ALL_RUNS_GROUP,
+    SCHEDULES_GROUP,
+    RunEvent,
+    RunOutputEvent,
+    ScheduleEvent,
+    run_group,
+    schedule_group,
+)
+from ..run_filters import RunFilters
 from . import fragments
 from .access import VIEW, abilities
 from .params import parse_id, parse_ids
 
 logger = logging.getLogger(__name__)
 
-VIEWS = ("list", "detail", "log")
+VIEWS = ("list", "detail", "log", "run", "runs")
 MAX_PAGE_SCHEDULES = 200
 
 
 class RunEventsConsumer(AsyncWebsocketConsumer):
     """Push-only: run events as HTML fragments that htmx swaps by id.
 
-    `?view=list|detail|log` picks the fragments; `?schedule=<id>` narrows the
+    `?view=list|detail|log|run` picks the fragments; `?schedule=<id>` narrows the
     stream to one schedule; the list view gets only the schedules of its page
-    (`?schedules=<id>,<id>,...`). Anonymous users and users without the view
-    permission are refused (close code 4403). Fragments are rendered once for
+    (`?schedules=<id>,<id>,...`); the run view (`?run=<id>&offset=<n>`) gets the
+    run's output after the `n` characters its page shows, and its state.
+    Anonymous users and users without the view permission are refused (close
+    code 4403). Fragments are rendered once for
     many clients (fragments.py).
     """
 
@@ -50,10 +61,26 @@ class RunEventsConsumer(AsyncWebsocketConsumer):
             self.view = "log"
         schedule = parse_id((query.get("schedule") or [""])[0])
         page = parse_ids((query.get("schedules") or [""])[0].split(","), MAX_PAGE_SCHEDULES)
-        if schedule is not None:
+        self.run_id = parse_id((query.get("run") or [""])[0])
+        self.output_at = parse_id((query.get("offset") or [""])[0]) or 0
+        if self.view == "run":
+            if self.run_id is None:
+                await self.close(code=4400)
+                return
+            self.groups = [run_group(self.run_id)]
+            if schedule is not None:
+                self.groups.append(schedule_group(schedule))
+        elif schedule is not None:
             self.groups = [schedule_group(schedule)]
+        elif self.view == "runs":
+            # The runs page: new runs matching its filter, and updates of its rows.
+            self.filters = RunFilters.from_params(query_params(query), now=datetime.now(UTC))
+            self.after = parse_id((query.get("after") or [""])[0]) or 0
+            self.shown = set(parse_ids((query.get("rows") or [""])[0].split(","), 200))
+            self.groups = [ALL_RUNS_GROUP]
         elif self.view == "list":
             self.groups = [schedule_group(i) for i in page[:MAX_PAGE_SCHEDULES]]
+            self.groups.append(SCHEDULES_GROUP)  # new schedules: a notice
         else:
             self.groups = [ALL_RUNS_GROUP]
         # Rows show buttons by permission: users who may do the same share renders.
@@ -66,6 +93,18 @@ class RunEventsConsumer(AsyncWebsocketConsumer):
         # A socket outlives the page: it is closed once its user logs out or loses
         # the view permission (checked every SILLO_WS_RECHECK_INTERVAL seconds).
         self._recheck = asyncio.ensure_future(self._recheck_forever())
+        if self.view == "run":
+            # The run may have moved on between the page's render and this connect
+            # (a quick run ends first; a dropped socket reconnects): catch up.
+            shown = (query.get("status") or [""])[0]
+            current = await fragments.run_status(self.run_id)
+            if current and current != shown:
+                html = await fragments.run_page_now(
+                    self.run_id, current, self.scope["user"], self.abilities
+                )
+                if html:
+                    await self.send(text_data=html)
+            return
         since = (query.get("since") or [""])[0]
         after_text = (query.get("after") or ["0"])[0]
         after = 0 if after_text == "0" else parse_id(after_text)
@@ -105,6 +144,13 @@ class RunEventsConsumer(AsyncWebsocketConsumer):
 
     async def run_event(self, message: dict) -> None:
         event = RunEvent.unmarshal(message)
+        if self.view == "run":
+            if event.id == self.run_id:
+                await self._send_fragment(fragments.run_page_state, event)
+            return
+        if self.view == "runs":
+            await self._runs_page_event(event)
+            return
         if self.view == "list":
             self._send_row_when_rendered(event)
             return
@@ -116,6 +162,59 @@ class RunEventsConsumer(AsyncWebsocketConsumer):
         except Exception:
             logger.exception("live fragment for run %s not rendered", event.id)
             return
+        if html:
+            await self.send(text_data=html)
+
+    async def _runs_page_event(self, event: RunEvent) -> None:
+        """A row shown on the page is updated; a new matching run goes on top, once."""
+        if event.id in self.shown:
+            html = await fragments.run_row(event, prepend=False)
+        elif event.id > self.after and self.filters.matches(event):
+            self.shown.add(event.id)
+            html = await fragments.run_row(event, prepend=True)
+        else:
+            return
+        await self.send(text_data=html)
+
+    async def _send_fragment(self, render, event: RunEvent) -> None:
+        try:
+            html = await render(event, self.scope["user"], self.abilities)
+        except Exception:
+            logger.exception("live fragment for run %s not rendered", event.id)
+            return
+        if html:
+            await self.send(text_data=html)
+
+    async def schedule_event(self, message: dict) -> None:
+        """Another operator (or this one) changed a schedule this page shows."""
+        event = ScheduleEvent.unmarshal(message)
+        if self.view not in ("list", "detail"):
+            return
+        user = self.scope["user"]
+        try:
+            html = await fragments.schedule_change(
+                event, view=self.view, username=user.get_username()
+            )
+        except Exception:
+            logger.exception("live change of schedule %s not rendered", event.code)
+            return
+        await self.send(text_data=html)
+        if self.view == "list" and event.action not in ("create", "delete"):
+            # The row as it is now (its buttons follow the new status).
+            key = (event.schedule_id, ("schedule", event.action, event.at))
+            future = fragments.list_rows().row(event.schedule_id, key[1], user, self.abilities)
+            self._rows[event.schedule_id] = future
+            task = asyncio.ensure_future(self._send_row(event.schedule_id, future))
+            self._sending.add(task)
+            task.add_done_callback(self._sending.discard)
+
+    async def run_output(self, message: dict) -> None:
+        """A chunk of the run's output, appended after what the page already shows."""
+        event = RunOutputEvent.unmarshal(message)
+        if self.view != "run" or event.run_id != self.run_id:
+            return
+        html = fragments.output_chunk(event, self.output_at)
+        self.output_at = max(self.output_at, event.offset + len(event.text))
         if html:
             await self.send(text_data=html)
 
@@ -176,3 +275,8 @@ def _can_view(user) -> bool:
 @database_sync_to_async
 def _abilities(user) -> dict[str, bool]:
     return abilities(user)
+
+
+def query_params(query: dict[str, list[str]]) -> dict[str, object]:
+    """parse_qs's lists as RunFilters reads them: status a list, the rest single values."""
+    return {key: values if key == "status" else values[0] for key, values in query.items()}

@@ -19,11 +19,13 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 from django.template.loader import render_to_string
+from django.utils.html import escape
 
-from ..events import RunEvent
-from ..models import Schedule
+from ..events import RunEvent, RunOutputEvent, ScheduleEvent
+from ..models import Run, Schedule
 from ..selectors import recent_runs
 from .rows import build_rows
+from .run_page import run_context
 
 FRAGMENT_TTL = 1.0  # seconds a rendered event fragment serves later clients
 _fragments: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -147,6 +149,88 @@ def _run_now_state(event: RunEvent, user: Any) -> str:
         return ""
     (row,) = build_rows([schedule], user)
     return render_to_string("schedules/_run_now.html", {"row": row, "oob": True, "event": event})
+
+
+async def run_page_state(event: RunEvent, user: Any, abilities: tuple) -> str:
+    """The run page after an event of its run: its state, and once it ended, its final
+    part (result, error, the stored output) in place of the live one."""
+    return await run_page_now(event.id, event.status, user, abilities)
+
+
+async def run_page_now(run_id: int, status: str, user: Any, abilities: tuple) -> str:
+    key = ("run", run_id, status, abilities)
+    return await shared_render(key, lambda: _run_page_state(run_id, user))
+
+
+@database_sync_to_async
+def run_status(run_id: int) -> str | None:
+    return Run.objects.filter(pk=run_id).values_list("status", flat=True).first()
+
+
+@database_sync_to_async
+def _run_page_state(run_id: int, user: Any) -> str:
+    run = Run.objects.for_page().filter(pk=run_id).first()
+    if run is None:
+        return ""
+    context = {**run_context(run, user), "oob": True}
+    html = render_to_string("schedules/run_detail.html#state", context)
+    if run.is_finished:
+        html += render_to_string("schedules/run_detail.html#final", context)
+    return html
+
+
+VERBS = {
+    "create": "created", "edit": "edited", "pause": "paused", "resume": "resumed",
+    "cancel": "cancelled", "reactivate": "reactivated", "reset": "reset to its code default",
+    "delete": "deleted", "import": "changed by an import",
+}  # fmt: skip
+
+
+async def schedule_change(event: ScheduleEvent, *, view: str, username: str) -> str:
+    """What a page showing a changed schedule learns: a notice naming who did what,
+    and on the schedule page its status and fresh-state prompt (its verbs no longer
+    apply); on the list a deleted schedule's row goes (other rows re-render by id)."""
+    key = ("schedule", event.schedule_id, event.action, event.at, view, username == event.actor)
+    return await shared_render(key, lambda: _schedule_change(event, view, username))
+
+
+@database_sync_to_async
+def _schedule_change(event: ScheduleEvent, view: str, username: str) -> str:
+    status = Schedule.objects.filter(pk=event.schedule_id).values_list("status", flat=True).first()
+    context = {
+        "event": event,
+        "view": view,
+        "gone": status is None,
+        "status": status,
+        "verb": VERBS.get(event.action, event.action),
+        "who": "you" if username and username == event.actor else event.actor or "the code",
+        "at": datetime.fromisoformat(event.at),
+    }
+    return render_to_string("schedules/_schedule_change.html", context)
+
+
+async def run_row(event: RunEvent, *, prepend: bool) -> str:
+    """A row of the runs page for a run event: new on top, or in place of its row."""
+    context = {"run": event, "oob": True, "prepend": prepend}
+    return await shared_render(
+        ("runrow", event.id, event.status, prepend),
+        _async(lambda: render_to_string("schedules/_run_row.html", context)),
+    )
+
+
+def output_chunk(event: RunOutputEvent, shown: int) -> str:
+    """Text to append to the run page's output, which shows `shown` characters already:
+    the overlap is dropped, a gap (text written before the page connected) is noted."""
+    text, offset = event.text, event.offset
+    if offset + len(text) <= shown:
+        return ""
+    if offset < shown:
+        text = text[shown - offset :]
+    elif offset > shown:
+        missed = offset - shown
+        note = f"{missed:,} characters not shown live: the whole output appears when the run ends"
+        text = f"\n… [{note}] …\n{text}"
+    return f'<div hx-swap-oob="beforeend:#run-output">{escape(text)}</div>'
 
 
 @database_sync_to_async

@@ -8,9 +8,10 @@ from ..defaults import is_default_record
 from ..flags import Flag, describe
 from ..models import Run, Schedule
 from ..registry import Registry, registry
-from ..selectors import active_runs
+from ..selectors import active_runs, recent_outcomes
 from ..services import allowed_verbs
 from .access import abilities
+from .charts import Strip, outcome_strip
 
 
 @dataclass
@@ -23,6 +24,7 @@ class ScheduleRow:
     running: int
     can_run_now: bool
     run_now_blocked: str = ""
+    strip: Strip | None = None  # the last 20 outcomes
 
     @property
     def pk(self) -> int:
@@ -30,10 +32,11 @@ class ScheduleRow:
 
 
 def build_rows(schedules: list[Schedule], user, tasks: Registry = registry) -> list[ScheduleRow]:
-    """Rows for a page of schedules: two queries, whatever the page size."""
+    """Rows for a page of schedules: three queries, whatever the page size."""
     ids = [s.pk for s in schedules]
     running = Run.objects.running_counts(ids)
     latest = active_runs(ids)
+    outcomes = recent_outcomes(ids)
     can = abilities(user)
     rows = []
     for schedule in schedules:
@@ -59,6 +62,7 @@ def build_rows(schedules: list[Schedule], user, tasks: Registry = registry) -> l
                 running=in_flight,
                 can_run_now=can["can_operate"],
                 run_now_blocked=blocked,
+                strip=outcome_strip(outcomes.get(schedule.pk, [])),
             )
         )
     return rows

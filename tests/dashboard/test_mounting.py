@@ -19,7 +19,7 @@ from .conftest import HX
 
 PREFIX = "/ops/scheduler/"
 LOGIN_MIDDLEWARE = "django.contrib.auth.middleware.LoginRequiredMiddleware"
-SAMPLE_ARGS = {"pk": 1, "action": "pause", "index": 0}
+SAMPLE_ARGS = {"pk": 1, "action": "pause", "index": 0, "fmt": "jsonl"}
 
 
 @pytest.fixture

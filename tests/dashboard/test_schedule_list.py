@@ -170,4 +170,4 @@ def test_the_list_costs_the_same_queries_for_10_or_50_rows(
     with CaptureQueriesContext(connection) as large:
         client.get("/")
     assert len(small) == len(large)
-    assert len(large) <= 12
+    assert len(large) <= 13  # the outcome strips of the page are one query (a window)

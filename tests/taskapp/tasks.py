@@ -167,3 +167,52 @@ def until_file(path: str) -> str:
     if not os.path.exists(path):
         raise RuntimeError(f"{path} is missing")
     return "found"
+
+
+# ---- output capture: what a run prints and logs
+
+
+def _chatter(words: str, lines: int, size: int) -> None:
+    import logging
+
+    log = logging.getLogger("tests.chatty")
+    print(f"hello {words}")
+    print(f"to stderr {words}", file=sys.stderr)
+    log.debug("debug is below the capture level")
+    log.info("info %s", words)
+    log.warning("warning %s", words)
+    for number in range(lines):
+        print(f"line {number} " + "x" * size)
+
+
+@schedules.task("test.chatty")
+def chatty(words: str = "there", lines: int = 0, size: int = 0, hold: float = 0.0) -> str:
+    """Prints, writes to stderr and logs; then, with `hold`, keeps running (and printing)."""
+    _chatter(words, lines, size)
+    deadline = time.monotonic() + hold
+    while time.monotonic() < deadline:
+        print("still running", flush=True)
+        time.sleep(0.1)
+    return "said it"
+
+
+@schedules.task("test.chatty_inline", isolation="inline")
+def chatty_inline(words: str = "there", lines: int = 0, size: int = 0) -> str:
+    _chatter(words, lines, size)
+    return "said it"
+
+
+@schedules.task("test.chatty_async", isolation="inline")
+async def chatty_async(words: str = "there", gate: str = "") -> str:
+    _chatter(words, 0, 0)
+    if gate:
+        await async_gates.setdefault(gate, asyncio.Event()).wait()
+    print(f"bye {words}")
+    return "said it"
+
+
+@schedules.task("test.django_chatty")
+@django_task(backend="pool", queue_name="reports")
+def django_chatty(words: str = "there") -> str:
+    _chatter(words, 0, 0)
+    return "said it"

@@ -15,8 +15,8 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 from django.utils import timezone
 
-from schedules import chains, selectors, services
-from schedules.management import schedule_writes
+from schedules import chain_reads, chains, services
+from schedules.management import run_verbs, schedule_writes
 from schedules.management.cli import OneLineParser, os_user
 from schedules.models import FINISHED, Run, Schedule, SchedulerInstance, ScheduleStatus
 from schedules.presenters import run_data, schedule_data
@@ -31,7 +31,7 @@ from schedules.timing import (
     own_zone,
     preview_times,
 )
-from schedules.validation import InvalidKwargs, json_text, parse_trigger
+from schedules.validation import InvalidKwargs, json_text, kwargs_from_text, parse_trigger
 
 
 class Command(BaseCommand):
@@ -82,6 +82,7 @@ class Command(BaseCommand):
         run.add_argument(
             "--only", action="store_true", help="this one only: do not queue its follow-ups"
         )
+        run.add_argument("--kwargs", help="a JSON object merged over the schedule's, for this run")
         run.add_argument("--json", action="store_true")
 
         cancel_run = action("cancel-run", "stop a queued or running run")
@@ -95,11 +96,6 @@ class Command(BaseCommand):
         stats = action("stats", "scheduler and queue stats, and the backlog state")
         stats.add_argument("--json", action="store_true")
 
-        runs = action("runs", "recent runs, newest first")
-        runs.add_argument("code", nargs="?")
-        runs.add_argument("--limit", type=int, default=20)
-        runs.add_argument("--json", action="store_true")
-
         preview = action("preview", "human text and next fire times of an expression or spec")
         preview.add_argument("expression", nargs="?", help="a cron expression, e.g. '0 9 * * 1-5'")
         preview.add_argument("--spec", help="a JSON trigger spec instead of an expression")
@@ -109,10 +105,11 @@ class Command(BaseCommand):
         preview.add_argument("--json", action="store_true", help="a JSON array of ISO-8601 times")
 
         schedule_writes.add_arguments(action)
+        run_verbs.add_arguments(action)
 
     def handle(self, *args: object, **options: object) -> None:
         action = options["action"]
-        write = schedule_writes.HANDLERS.get(action)
+        write = schedule_writes.HANDLERS.get(action) or run_verbs.HANDLERS.get(action)
         try:
             if write is not None:
                 write(self, **options)
@@ -172,7 +169,7 @@ class Command(BaseCommand):
         data["next_fire_times"] = [
             at.isoformat() for at, _ in schedule.preview_times(10, after=timezone.now())
         ]
-        links = selectors.schedule_links(schedule)
+        links = chain_reads.schedule_links(schedule)
         data["follow_ups"] = {
             "then": chains.stored_codes(schedule.then),
             "catch": chains.stored_codes(schedule.catch),
@@ -211,9 +208,21 @@ class Command(BaseCommand):
             self.stdout.write(f"{schedule.code} is {schedule.status}")
 
     def handle_run(
-        self, *, code: str, wait: bool, inline: bool, timeout: float, json: bool, only: bool, **_
+        self,
+        *,
+        code: str,
+        wait: bool,
+        inline: bool,
+        timeout: float,
+        json: bool,
+        only: bool,
+        **options,
     ) -> None:
-        run = services.schedule_run_now(schedule=_schedule(code), by=os_user(), follow_ups=not only)
+        given = options.get("kwargs")
+        kwargs = kwargs_from_text(given) if given is not None else None
+        run = services.schedule_run_now(
+            schedule=_schedule(code), by=os_user(), kwargs=kwargs, follow_ups=not only
+        )
         if inline:
             asyncio.run(process.run_inline(run.pk))
             run.refresh_from_db()
@@ -228,7 +237,7 @@ class Command(BaseCommand):
         if json:
             self.emit(run_data(run))
         else:
-            self.stdout.write(_run_line(run))
+            self.stdout.write(run_verbs.run_line(run))
         if run.status in FINISHED and run.status != "succeeded":
             raise CommandError(f"run #{run.pk} ended {run.status}", returncode=1)
 
@@ -281,23 +290,8 @@ class Command(BaseCommand):
             if retry is None:
                 return run
             if not json:
-                self.stdout.write(_run_line(run) + f"  (attempt {run.attempt}; retrying)")
+                self.stdout.write(run_verbs.run_line(run) + f"  (attempt {run.attempt}; retrying)")
             run = retry
-
-    def handle_runs(self, *, code: str | None, limit: int, json: bool, **_) -> None:
-        if not 1 <= limit <= 10_000:
-            raise CommandError("--limit must be from 1 to 10000", returncode=2)
-        runs = Run.objects.all()
-        if code:
-            runs = runs.filter(schedule_code=code)
-        rows = list(runs.order_by("-queued_at", "-pk")[:limit])
-        if json:
-            self.emit([run_data(r) for r in rows])
-            return
-        for run in rows:
-            self.stdout.write(_run_line(run))
-        if not rows:
-            self.stdout.write("no runs")
 
     def handle_preview(
         self,
@@ -343,19 +337,6 @@ def _wait_for(run: Run, deadline: float) -> Run:
 def _retry_of(run: Run) -> Run | None:
     """The attempt queued after `run`: written in the same transaction as its outcome."""
     return Run.objects.filter(parent=run, reason="retry").first()
-
-
-def _run_line(run: Run) -> str:
-    duration = f"{run.duration_ms}ms" if run.duration_ms is not None else "-"
-    text = (
-        f"#{run.pk:<6} {run.schedule_code:30} {run.status:11} {run.reason:9} "
-        f"attempt {run.attempt} {duration:>9}"
-    )
-    if run.reason == "chained" and run.parent_id is not None:
-        text += f"  after #{run.parent_id}"
-    if run.error:
-        text += f"  {run.error.splitlines()[0][:120]}"
-    return text
 
 
 def _trigger(expression: str | None, spec: str | None, tz: str | None) -> Trigger:

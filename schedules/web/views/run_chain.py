@@ -10,12 +10,12 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET
 
-from ... import selectors
+from ... import chain_reads
 from .. import access
 
 
 @require_GET
 def run_chain(request: HttpRequest, pk: int) -> HttpResponse:
     run = access.run_for(request, pk)
-    context = {"run": run, "chain": selectors.run_chain(run)}
+    context = {"run": run, "chain": chain_reads.run_chain(run)}
     return TemplateResponse(request, "schedules/partials/run_chain.html", context)

@@ -1,8 +1,5 @@
-"""The run page: one run's record and its chain.
-
-A minimal page (its own fields, and the chain partial); the run-insight work
-fills it out and keeps including `schedules/partials/run_chain.html`.
-"""
+"""The run page: what one run was asked, what it did and printed (live while it runs),
+and its chain."""
 
 from __future__ import annotations
 
@@ -10,12 +7,14 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET
 
-from ... import selectors
+from ... import chain_reads
+from ...models import Run
 from .. import access
+from ..run_page import run_context
 
 
 @require_GET
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    run = access.run_for(request, pk)
-    context = {"run": run, "chain": selectors.run_chain(run)}
+    run = access.run_for(request, pk, queryset=Run.objects.for_page())
+    context = {**run_context(run, request.user), "chain": chain_reads.run_chain(run)}
     return TemplateResponse(request, "schedules/run_detail.html", context)

@@ -2,23 +2,28 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from ... import selectors
+from ... import chain_reads
 from ...alerts import rules as alert_rules
 from ...alerts import selectors as alert_selectors
+from ...conf import setting
 from ...defaults import differences
 from ...models import Run
+from ...selectors import run_history
 from ...validation import json_text
 from .. import access
-from ..charts import HEIGHT, WIDTH, duration_bars
+from ..charts import HEIGHT, WIDTH, duration_bars, history_charts
 from ..rows import build_rows
 
 RUNS_PER_PAGE = 25
+HISTORY_DAYS = 30
 
 
 @require_GET
@@ -35,6 +40,13 @@ def schedule_detail(request: HttpRequest, pk: int) -> HttpResponse:
         10, after=timezone.now(), operator_zone=timezone.get_current_timezone()
     )
     bars, longest = duration_bars(list(runs.object_list))
+    now = timezone.now()
+    history = history_charts(
+        run_history(schedule, since=now - timedelta(days=HISTORY_DAYS)),
+        now=now,
+        zone=timezone.get_current_timezone(),
+        days=HISTORY_DAYS,
+    )
     timeout = schedule.effective_timeout
     if schedule.timeout is None:
         timeout_text = f"the default, {timeout:g} s" if timeout else "none (the default)"
@@ -58,7 +70,10 @@ def schedule_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "code_differences": differences(schedule) if schedule.source == "operator" else {},
         "longest": longest,
         # Follow-ups: the schedules this one runs after, and the tree it starts.
-        "links": selectors.schedule_links(schedule),
+        "links": chain_reads.schedule_links(schedule),
+        "history": history,
+        "charts": [history["rate"], history["duration"], history["lateness"]],
+        "kept": setting("SILLO_RUNS_PER_SCHEDULE"),
         "chart_width": WIDTH,
         "chart_height": HEIGHT,
         "effective": alert_rules.explained(schedule),

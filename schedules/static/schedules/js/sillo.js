@@ -38,6 +38,24 @@
     if (el && el.matches && el.matches("select[data-autosubmit]") && el.form) el.form.submit();
   });
 
+  // The run page's live output (tail -f): keep the newest text in view while the
+  // reader is at the bottom, and hold at most OUTPUT_KEEP characters in the page.
+  var OUTPUT_KEEP = 2000000;
+  var pinned = true;
+  document.addEventListener("scroll", function (event) {
+    var el = event.target;
+    if (el && el.id === "run-output") pinned = el.scrollTop + el.clientHeight >= el.scrollHeight - 8;
+  }, true);
+  document.addEventListener("htmx:oobAfterSwap", function (event) {
+    var el = (event.detail && event.detail.target) || event.target;
+    if (!el || el.id !== "run-output") return;
+    var text = el.textContent;
+    if (text.length > OUTPUT_KEEP) {
+      el.textContent = "… [older output dropped from this page] …\n" + text.slice(text.length - OUTPUT_KEEP);
+    }
+    if (pinned) el.scrollTop = el.scrollHeight;
+  });
+
   document.addEventListener("DOMContentLoaded", tick);
   document.addEventListener("htmx:afterSettle", tick);
   document.addEventListener("htmx:wsOpen", function () { socketState("live", "s-succeeded"); });

@@ -1,0 +1,111 @@
+"""Charts over time: the list's outcome strips and the schedule page's 30 days."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from schedules.models import Run, RunStatus
+from schedules.web.charts import daily, history_charts, percentile
+from tests.factories import every, make_schedule
+
+T = datetime(2026, 6, 30, 12, 0, tzinfo=UTC)
+
+
+def test_percentiles_are_nearest_rank() -> None:
+    values = [float(v) for v in range(1, 101)]
+    assert (percentile(values, 50), percentile(values, 95)) == (50.0, 95.0)
+    assert percentile([3.0], 95) == 3.0
+    assert percentile([], 50) is None
+
+
+def row(status, *, day: int, seconds: float = 1.0, late: float = 0.0):
+    slot = T - timedelta(days=day)
+    started = slot + timedelta(seconds=late)
+    return (status, slot, started, started + timedelta(seconds=seconds), slot)
+
+
+def test_days_count_rate_duration_and_lateness_in_the_operators_zone() -> None:
+    rows = [
+        row("succeeded", day=0, seconds=1, late=0.5),
+        row("succeeded", day=0, seconds=3, late=1.5),
+        row("failed", day=0, seconds=10, late=0.5),
+        row("timed_out", day=1, seconds=60),
+        row("skipped", day=1),
+        row("succeeded", day=40),  # outside the window
+    ]
+    days = daily(rows, days=30, today=date(2026, 6, 30), zone=UTC)
+    assert len(days) == 30 and days[-1].day == date(2026, 6, 30)
+    today, yesterday = days[-1], days[-2]
+    assert (today.runs, today.succeeded, today.errors) == (3, 2, 1)
+    assert round(today.rate) == 67
+    assert (today.p50, today.p95) == (3.0, 10.0)
+    assert (today.late50, today.late95) == (0.5, 1.5)
+    assert (yesterday.runs, yesterday.rate) == (2, 0.0)
+    assert days[0].runs == 0 and days[0].rate is None
+
+
+def test_charts_have_points_only_for_days_with_runs() -> None:
+    charts = history_charts([row("succeeded", day=0, seconds=2), row("failed", day=2)],
+                            now=T, zone=UTC)  # fmt: skip
+    assert charts["has_runs"]
+    assert [b.status for b in charts["rate"].bars] == ["bad", "ok"]
+    (p50, p95) = charts["duration"].series
+    assert len(p50.dots) == 2 and charts["duration"].top == 2.0
+
+
+@pytest.mark.django_db
+def test_the_list_shows_the_last_20_outcomes_oldest_first(client, viewer) -> None:
+    schedule = make_schedule("nightly", "test.echo", every(60))
+    now = timezone.now()
+    made = [
+        Run.objects.create(
+            schedule=schedule,
+            schedule_code="nightly",
+            task_name="test.echo",
+            reason="scheduled",
+            queued_at=now - timedelta(minutes=25 - i),
+            status=RunStatus.FAILED if i == 24 else RunStatus.SUCCEEDED,
+        )  # fmt: skip
+        for i in range(25)
+    ]
+    Run.objects.create(schedule=schedule, schedule_code="nightly", task_name="test.echo",
+                       reason="manual", status=RunStatus.RUNNING)  # fmt: skip
+    client.force_login(viewer)
+    html = client.get("/").content.decode()
+    strip = html.split('data-testid="strip">')[1].split("</div>")[0]
+    assert strip.count('class="cell') == 20
+    cells = strip.split("</span>")[:-1]
+    assert cells[-1].startswith(f'<span class="cell o-failed" title="#{made[-1].pk} failed, ')
+    assert f"#{made[5].pk} succeeded" in cells[0]  # the oldest of the last 20
+    assert cells[-1].endswith(">✕") and all("o-succeeded" in c for c in cells[:-1])
+    assert 'aria-label="Last 20 outcomes, oldest first: 19 succeeded, 1 failed"' in html
+
+
+@pytest.mark.django_db
+def test_the_schedule_page_charts_30_days_with_a_table(client, viewer) -> None:
+    schedule = make_schedule("nightly", "test.echo", every(60))
+    now = timezone.now()
+    for days_ago, status in ((0, "succeeded"), (1, "failed"), (45, "succeeded")):
+        at = now - timedelta(days=days_ago)
+        Run.objects.create(
+            schedule=schedule, schedule_code="nightly", task_name="test.echo",
+            reason="scheduled", status=status, slot=at, queued_at=at,
+            started_at=at + timedelta(seconds=2), finished_at=at + timedelta(seconds=5),
+        )  # fmt: skip
+    client.force_login(viewer)
+    with CaptureQueriesContext(connection) as queries:
+        html = client.get(f"/schedules/{schedule.pk}/").content.decode()
+    assert "<title>nightly · Sillo Dash</title>" in html
+    assert "Last 30 days" in html
+    assert html.count('role="img" aria-label="') >= 3
+    assert "Success rate per day from" in html
+    assert 'id="history-table"' in html
+    assert "100% (1/1)" in html and "0% (0/1)" in html
+    assert "3.000 / 3.000 s" in html  # duration p50 / p95
+    assert "2.000 / 2.000 s" in html  # lateness
+    assert sum("schedules_run" in q["sql"] for q in queries.captured_queries) < 10
