@@ -131,12 +131,12 @@ def schedule_rows(plan: Plan, task_name: str = "bench.noop") -> None:
             "next_run_at": connection.ops.adapt_datetimefield_value(trigger.anchor),
         }
         rows.append([row[column] for column in columns])
-    table = Schedule._meta.db_table
+    quote = connection.ops.quote_name  # columns such as `then` are SQL keywords
+    table = quote(Schedule._meta.db_table)
+    names = ", ".join(quote(column) for column in columns)
     placeholders = ", ".join(["%s"] * len(columns))
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.executemany(
-            f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({placeholders})", rows
-        )
+        cursor.executemany(f"INSERT INTO {table} ({names}) VALUES ({placeholders})", rows)
     connection.close()
 
 
