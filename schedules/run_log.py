@@ -20,17 +20,17 @@ from typing import Any
 from django.db.models import QuerySet
 
 from .models import Run
-from .presenters import iso
+from .presenters import run_data
 
 COLUMNS = (
     "id", "schedule_id", "code", "task_name", "status", "reason", "attempt", "slot",
     "queued_at", "started_at", "finished_at", "duration_ms", "error", "scheduler",
-    "requested_by", "cancelled_by", "kwargs", "result",
+    "requested_by", "cancelled_by", "parent_id", "depth", "kwargs", "result",
 )  # fmt: skip
 FIELDS = (
     "id", "schedule_id", "schedule_code", "task_name", "status", "reason", "attempt", "slot",
     "queued_at", "started_at", "finished_at", "error", "scheduler", "requested_by__username",
-    "cancelled_by", "kwargs", "result",
+    "cancelled_by", "parent_id", "depth", "kwargs", "result",
 )  # fmt: skip
 CHUNK = 2000
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -40,26 +40,12 @@ def export_rows(runs: QuerySet[Run]) -> Iterator[dict[str, Any]]:
     """Each run as a plain dict of COLUMNS, read CHUNK rows at a time."""
     runs = runs.select_related("requested_by").only(*FIELDS)
     for run in runs.iterator(chunk_size=CHUNK):
-        yield {
-            "id": run.pk,
-            "schedule_id": run.schedule_id,
-            "code": run.schedule_code,
-            "task_name": run.task_name,
-            "status": run.status,
-            "reason": run.reason,
-            "attempt": run.attempt,
-            "slot": iso(run.slot),
-            "queued_at": iso(run.queued_at),
-            "started_at": iso(run.started_at),
-            "finished_at": iso(run.finished_at),
-            "duration_ms": run.duration_ms,
-            "error": run.error or None,
-            "scheduler": run.scheduler or None,
-            "requested_by": run.requested_by.get_username() if run.requested_by else None,
-            "cancelled_by": run.cancelled_by or None,
-            "kwargs": run.kwargs,
-            "result": run.result,
-        }
+        # The API's shape of a run, plus what a file of runs needs besides.
+        row = run_data(run)
+        row["schedule_id"] = run.schedule_id
+        row["requested_by"] = run.requested_by.get_username() if run.requested_by else None
+        row["kwargs"] = run.kwargs
+        yield {name: row[name] for name in COLUMNS}
 
 
 def jsonl_lines(rows: Iterable[dict[str, Any]]) -> Iterator[str]:
