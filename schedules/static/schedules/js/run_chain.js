@@ -23,7 +23,11 @@
         holder.innerHTML = html;
         var fresh = holder.querySelector("[data-run-chain]");
         var current = section();
-        if (fresh && current) current.replaceWith(fresh);
+        if (!fresh || !current) return;
+        // The socket's state belongs to the page, not to the partial: keep it.
+        var live = current.getAttribute("data-live");
+        if (live) fresh.setAttribute("data-live", live);
+        current.replaceWith(fresh);
       });
   }
 
