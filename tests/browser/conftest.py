@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
 import time
 import urllib.request
 from pathlib import Path
@@ -23,6 +24,22 @@ def pytest_collection_modifyitems(config, items) -> None:
             item.add_marker(
                 pytest.mark.skip(reason="no chromium on this machine (apt-get install chromium)")
             )
+
+
+def serve(site: Site) -> subprocess.Popen:
+    """`runscheduler --serve` on a free port, once its login page answers; sets `site.url`."""
+    port = free_port()
+    process = site.start("--serve", f"127.0.0.1:{port}")
+    site.url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            urllib.request.urlopen(f"{site.url}/login/", timeout=2)
+            return process
+        except OSError:
+            if time.monotonic() > deadline or process.poll() is not None:
+                raise RuntimeError(f"server did not start:\n{site.logs()}") from None
+            time.sleep(0.2)  # polling a real server's start-up, not a slot
 
 
 @pytest.fixture(scope="session")
@@ -55,19 +72,7 @@ def server(tmp_path_factory):
             ("twin", "test.twin", {"kind": "interval", "every": 60}, {}),
         ]
     )  # fmt: skip
-    port = free_port()
-    process = site.start("--serve", f"127.0.0.1:{port}")
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            urllib.request.urlopen(f"{url}/login/", timeout=2)
-            break
-        except OSError:
-            if time.monotonic() > deadline or process.poll() is not None:
-                raise RuntimeError(f"server did not start:\n{site.logs()}") from None
-            time.sleep(0.2)
-    site.url = url
+    process = serve(site)
     yield site
     site.stop(process)
 

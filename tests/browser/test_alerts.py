@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import time
-import urllib.request
-
 import pytest
 from playwright.sync_api import expect
 
 from tests.alerts.receiver import Receiver
-from tests.e2e.conftest import Site, free_port
+from tests.e2e.conftest import Site
 
-from .conftest import htmx_idle, log_in
+from .conftest import htmx_idle, log_in, serve
 
 pytestmark = pytest.mark.slow
 
@@ -38,18 +35,7 @@ def server(tmp_path_factory, receiver):
         "from schedules.models import Channel\n"
         f"Channel.objects.create(name='local hook', kind='webhook', url='{receiver.url}/hook')"
     )
-    port = free_port()
-    process = site.start("--serve", f"127.0.0.1:{port}")
-    site.url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            urllib.request.urlopen(f"{site.url}/login/", timeout=2)
-            break
-        except OSError:
-            if time.monotonic() > deadline or process.poll() is not None:
-                raise RuntimeError(f"server did not start:\n{site.logs()}") from None
-            time.sleep(0.2)
+    process = serve(site)
     yield site
     site.stop(process)
 

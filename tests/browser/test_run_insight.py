@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import os
 import re
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.conftest import Site, free_port
+from tests.e2e.conftest import Site
 
-from .conftest import ARTIFACTS, htmx_idle, log_in
+from .conftest import ARTIFACTS, htmx_idle, log_in, serve
 
 pytestmark = pytest.mark.slow
 
@@ -68,19 +66,7 @@ def server(tmp_path_factory):
         "error='RuntimeError: flaky' if status == 'failed' else ''))\n"
         "Run.objects.bulk_create(runs)\n"
     )
-    port = free_port()
-    process = site.start("--serve", f"127.0.0.1:{port}")
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            urllib.request.urlopen(f"{url}/login/", timeout=2)
-            break
-        except OSError:
-            if time.monotonic() > deadline or process.poll() is not None:
-                raise RuntimeError(f"server did not start:\n{site.logs()}") from None
-            time.sleep(0.2)
-    site.url = url
+    process = serve(site)
     yield site
     site.stop(process)
 
