@@ -6,6 +6,8 @@ import pytest
 
 from schedules.registry import registry
 from schedules.scheduler.engine import Scheduler
+from schedules.scheduler.executor import Executor
+from schedules.scheduler.pool import PoolLimits, WorkerPool
 from tests.factories import FakeClock, inline_executor
 from tests.taskapp import tasks as test_tasks
 
@@ -27,3 +29,14 @@ async def scheduler(clock: FakeClock, transactional_db):
         await instance.shutdown()
     test_tasks.async_gates.clear()
     test_tasks.sync_gate.clear()
+
+
+@pytest.fixture
+async def pooled(clock: FakeClock, transactional_db):
+    """A scheduler whose runs execute in a real pool of at most two workers."""
+    pool = WorkerPool(PoolLimits(min_workers=0, max_workers=2, kill_grace=0.5, backlog=0))
+    instance = Scheduler(clock=clock, tasks=registry, executor=Executor(pool=pool, sync_workers=2))
+    await instance.start()
+    yield instance
+    if not instance._stopping:
+        await instance.shutdown()

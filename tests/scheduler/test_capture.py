@@ -12,26 +12,12 @@ from channels.layers import get_channel_layer
 from schedules import services
 from schedules.events import RunOutputEvent, run_group
 from schedules.models import Run, RunOutput, RunStatus
-from schedules.registry import registry
 from schedules.scheduler import retention
 from schedules.scheduler.capture import OutputBuffer, capturing
 from schedules.scheduler.dispatch import execute_run
-from schedules.scheduler.engine import Scheduler
-from schedules.scheduler.executor import Executor
-from schedules.scheduler.pool import PoolLimits, WorkerPool
 from schedules.scheduler.worker import close_worker_runtime
 from tests.factories import create, every, make_schedule, runs_of
 from tests.taskapp import tasks as test_tasks
-
-
-@pytest.fixture
-async def pooled(clock, transactional_db):
-    pool = WorkerPool(PoolLimits(min_workers=0, max_workers=2, kill_grace=0.5, backlog=0))
-    instance = Scheduler(clock=clock, tasks=registry, executor=Executor(pool=pool, sync_workers=2))
-    await instance.start()
-    yield instance
-    if not instance._stopping:
-        await instance.shutdown()
 
 
 async def output_of(run: Run) -> RunOutput | None:

@@ -19,21 +19,7 @@ from schedules import services
 from schedules.conf import setting_problems
 from schedules.models import Run, RunStatus
 from schedules.registry import registry
-from schedules.scheduler.engine import Scheduler
-from schedules.scheduler.executor import Executor
-from schedules.scheduler.pool import PoolLimits, WorkerPool
 from tests.factories import alive, create, every, runs_of
-
-
-@pytest.fixture
-async def pooled(clock, transactional_db):
-    """A scheduler whose runs execute in a real pool of at most two workers."""
-    pool = WorkerPool(PoolLimits(min_workers=0, max_workers=2, kill_grace=0.5, backlog=0))
-    instance = Scheduler(clock=clock, tasks=registry, executor=Executor(pool=pool, sync_workers=2))
-    await instance.start()
-    yield instance
-    if not instance._stopping:
-        await instance.shutdown()
 
 
 async def wait_for(predicate, *, seconds: float = 20.0) -> None:
