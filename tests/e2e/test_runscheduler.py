@@ -179,7 +179,8 @@ def test_serve_runs_the_web_app_and_the_scheduler_in_one_process(site) -> None:
             time.sleep(0.2)
     assert status == 200
     assert body["scheduler"]["alive"] is True
-    assert body["jobs"]["active"] == 2  # tick, and the code default of test.every_hour
+    assert body["jobs"]["active"] == 1  # tick (the Site pauses the test tasks' code default)
+    assert body["jobs"]["paused"] == 1
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/login/", timeout=5) as response:
         assert response.status == 200
     assert site.stop(process) == 0
