@@ -10,6 +10,7 @@ import logging
 from typing import Any
 
 from django.conf import settings
+from django.core.signals import setting_changed
 
 DEFAULTS: dict[str, Any] = {
     # How often code defaults are synced (and the longest sleep, if polling is longer).
@@ -109,7 +110,24 @@ DEFAULTS: dict[str, Any] = {
 
 
 def setting(name: str) -> Any:
-    return getattr(settings, name, DEFAULTS[name])
+    # Read on every run by the scheduler's hot path: Django's lazy settings answer an
+    # unset name by raising AttributeError, which costs more than the run's own work.
+    try:
+        return _read[name]
+    except KeyError:
+        value = _read[name] = getattr(settings, name, DEFAULTS[name])
+        return value
+
+
+# Settings as read, until Django says one changed (override_settings, the test fixtures).
+_read: dict[str, Any] = {}
+
+
+def _forget_read(**_kwargs: Any) -> None:
+    _read.clear()
+
+
+setting_changed.connect(_forget_read, dispatch_uid="sillo-settings")
 
 
 # (name, lowest allowed, highest allowed) of the numeric settings checked at start.

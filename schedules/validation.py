@@ -169,12 +169,27 @@ def signature_problem(func: Any, kwargs: object) -> str:
     """Why `kwargs` cannot be passed to `func`, or "" if they can."""
     if not isinstance(kwargs, dict):
         return "kwargs: must be a JSON object"
+    names = tuple(kwargs)
+    try:
+        return _names_problem(func, names)
+    except TypeError:  # an unhashable callable (or a key that is not a string): no cache
+        return _bind_problem(func, names)
+
+
+@lru_cache(maxsize=4096)
+def _names_problem(func: Any, names: tuple[str, ...]) -> str:
+    # Binding depends on the names alone, not the values: the scheduler checks every
+    # due run's kwargs, and a schedule's names rarely change.
+    return _bind_problem(func, names)
+
+
+def _bind_problem(func: Any, names: tuple[str, ...]) -> str:
     try:
         signature = _signature(func)
     except (TypeError, ValueError):
         return ""  # no signature to check against (a builtin, some wrappers)
     try:
-        signature.bind(**kwargs)
+        signature.bind(**dict.fromkeys(names))
     except TypeError as exc:
         return f"kwargs: {exc}"
     return ""

@@ -24,7 +24,7 @@ from ..timing import InvalidTrigger, Trigger
 from ..validation import InvalidKwargs, kwargs_problem, printable, signature_problem
 from . import chains, dispatch
 from .outcomes import record_on_schedules
-from .records import new_run, update_each
+from .records import insert_runs, new_run, update_each
 
 logger = logging.getLogger(__name__)
 
@@ -174,7 +174,7 @@ def _claim_batch(plans, now, instance_id, local_in_flight, slots: WorkerSlots):
                 in_flight[schedule.pk] = in_flight.get(schedule.pk, 0) + 1
         created += planned
         firsts.append(first)
-    Run.objects.bulk_create(created)
+    insert_runs(created)
     counters.tally(run for run in created if run.status == RunStatus.SKIPPED)
     # A one-shot whose only slot passed its grace under misfire="skip" ran nothing and
     # has no slot left: it is done (one that runs completes after its last attempt).

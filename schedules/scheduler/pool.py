@@ -23,6 +23,7 @@ import json
 import logging
 import multiprocessing
 import os
+import select
 import time
 from collections import deque
 from collections.abc import Callable
@@ -192,7 +193,7 @@ class WorkerPool:
                 raise RuntimeError("the worker pool is closed")
             while self._idle:
                 worker = self._idle.pop()  # the most recently used: warm, and the rest can idle out
-                if worker.process.is_alive():
+                if _alive(worker.process):
                     self._busy.add(worker)
                     self._keep_a_spare()
                     return worker
@@ -403,3 +404,17 @@ def _prepare_fork_server(context: Any) -> None:
 def _database_settings() -> dict[str, Any]:
     """The databases as this process uses them, for the worker to use the same ones."""
     return {alias: dict(connections.settings[alias]) for alias in connections.settings}
+
+
+def _alive(process: BaseProcess) -> bool:
+    """Whether a started worker still runs: its sentinel turns readable when it ends.
+
+    Asked before every run; `is_alive()` builds a selector each time, which cost a
+    fifth of the scheduler's time per run in a burst.
+    """
+    try:
+        ready = select.poll()  # poll, not select: any file descriptor number
+        ready.register(process.sentinel, select.POLLIN)
+        return not ready.poll(0)
+    except (OSError, ValueError):  # the sentinel is closed: the process was reaped
+        return False

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import time
 
 import pytest
@@ -81,6 +82,17 @@ async def test_a_worker_that_dies_fails_its_run_with_the_reason_and_is_replaced(
     assert not alive(first)
     second = (await run(workers, "test.pid"))["result"]
     assert second != first
+
+
+async def test_an_idle_worker_killed_from_outside_is_never_given_a_run(pool) -> None:
+    workers = pool()
+    first = (await run(workers, "test.pid"))["result"]
+    os.kill(first, signal.SIGKILL)  # the OOM killer, an operator's kill -9
+    while alive(first):
+        await asyncio.sleep(0.01)
+    reply = await run(workers, "test.pid")
+    assert reply["ok"]  # the run went to a new worker, not to the dead one's pipe
+    assert reply["result"] != first
 
 
 async def cancel_after_start(workers: WorkerPool, task: str, **kwargs) -> tuple[int, float]:

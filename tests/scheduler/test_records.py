@@ -1,0 +1,72 @@
+"""The scheduler's own INSERT of runs stores what the ORM would, on either database."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth.models import User
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from schedules.models import Run, RunReason, RunStatus
+from schedules.scheduler.records import insert_runs, new_run
+from tests.factories import T0, every, make_schedule
+
+pytestmark = pytest.mark.django_db
+
+
+def varied_runs(schedule, parent: Run, user: User) -> list[Run]:
+    """Runs with every column set, unset, or set to an awkward value."""
+    plain = new_run(schedule, reason=RunReason.SCHEDULED, slot=T0, now=T0)
+    full = new_run(schedule, reason=RunReason.CHAINED, slot=None, now=T0 + timedelta(seconds=1))
+    full.kwargs = {"text": "é ☃ \"quoted\" 'single'", "nested": [1, 2.5, None, True, {"k": []}]}
+    full.status, full.attempt, full.depth, full.follow_ups = RunStatus.FAILED, 3, 2, False
+    full.started_at = T0 + timedelta(microseconds=123456)
+    full.finished_at = T0 + timedelta(seconds=2, microseconds=1)
+    full.error, full.traceback, full.result = "boom\nline", "Traceback ...", {"rows": [1, 2]}
+    full.scheduler, full.cancelled_by, full.parent_id = "abc123", "ops", parent.pk
+    full.requested_by_id = user.pk
+    listed = new_run(schedule, reason=RunReason.MANUAL, slot=None, now=T0)
+    listed.result, listed.kwargs = [1, "two"], {}
+    scalar = new_run(schedule, reason=RunReason.RETRY, slot=T0, now=T0)
+    scalar.result, scalar.attempt = "just text", 2
+    return [plain, full, listed, scalar]
+
+
+def columns(run: Run) -> dict:
+    return {f.attname: getattr(run, f.attname) for f in Run._meta.concrete_fields if f.name != "id"}
+
+
+def test_inserted_runs_read_back_as_the_orm_would_store_them() -> None:
+    schedule = make_schedule("s", "test.echo", every(60))
+    parents = [new_run(schedule, reason=RunReason.MANUAL, slot=None, now=T0) for _ in "ab"]
+    Run.objects.bulk_create(parents)  # one each: a parent has one chained run per schedule
+    user = User.objects.create_user("u")
+    ours, theirs = (varied_runs(schedule, parent, user) for parent in parents)
+    for run in theirs:
+        run.attempt += 10  # the unique (schedule, slot, attempt) allows both copies
+    insert_runs(ours)
+    Run.objects.bulk_create(theirs)
+    assert all(run.pk and not run._state.adding for run in ours)
+    for mine, orm in zip(ours, theirs, strict=True):
+        stored, expected = (columns(Run.objects.get(pk=r.pk)) for r in (mine, orm))
+        expected["attempt"] -= 10
+        if expected["parent_id"] is not None:
+            expected["parent_id"] = mine.parent_id
+        assert stored == expected
+
+
+def test_a_large_batch_is_inserted_in_chunks_and_every_run_gets_its_own_key() -> None:
+    schedule = make_schedule("s", "test.echo", every(60))
+    runs = []
+    for i in range(2500):
+        run = new_run(schedule, reason=RunReason.CATCH_UP, slot=T0 + timedelta(seconds=i), now=T0)
+        run.kwargs = {"i": i}
+        runs.append(run)
+    with CaptureQueriesContext(connection) as queries:
+        insert_runs(runs)
+    assert len(queries) <= 5  # chunks of the database's parameter limit, not one per run
+    assert len({run.pk for run in runs}) == 2500
+    stored = dict(Run.objects.values_list("pk", "kwargs"))
+    assert all(stored[run.pk] == {"i": i} for i, run in enumerate(runs))
