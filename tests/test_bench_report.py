@@ -13,7 +13,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 
 from common import percentile, summary  # noqa: E402
-from report import ratio, spread, targets_and_reading  # noqa: E402
+from formatting import ratio, spread  # noqa: E402
+from reading import targets_and_reading  # noqa: E402
 
 
 def test_percentiles_follow_the_nearest_rank_rule() -> None:
