@@ -20,7 +20,7 @@ SYSTEM_NAMES = {
 
 def next_fire_section(data: dict) -> tuple[str, dict]:
     systems = ["sillo", "cronsim", "croniter", "minute scan"]
-    rows, cronsim_ratios, scan_weekday = [], [], None
+    rows = []
     for case in data["cases"]:
         ours = case["systems"]["sillo"].get("median_ms")
         cells = [f"`{case['expression']}`", case["tz"]]
@@ -34,11 +34,6 @@ def next_fire_section(data: dict) -> tuple[str, dict]:
                 text += f" ({ratio(figure['median_ms'], ours)})"
             cells.append(text)
         rows.append(cells)
-        if "median_ms" in case["systems"]["cronsim"]:
-            cronsim_ratios.append(case["systems"]["cronsim"]["median_ms"] / ours)
-        if case["expression"] == "0 9 * * 1-5" and case["tz"] == "UTC":
-            scan = case["systems"]["minute scan"].get("median_ms")
-            scan_weekday = scan / ours if scan else None
     settings = data["settings"]
     text = (
         f"The next 1,000 fire times from 2026-01-01, each expression in its zone. Milliseconds, "
@@ -47,12 +42,7 @@ def next_fire_section(data: dict) -> tuple[str, dict]:
         "(above 1: Sillo Dash is faster). A peer that does not read an expression says so.\n\n"
         + table(["expression", "zone", *systems], rows)
     )
-    facts = {
-        "cronsim_min": min(cronsim_ratios) if cronsim_ratios else None,
-        "cronsim_max": max(cronsim_ratios) if cronsim_ratios else None,
-        "scan_weekday": scan_weekday,
-    }
-    return text, facts
+    return text, {"cases": data["cases"]}
 
 
 def scheduler_sections(data: dict) -> tuple[str, dict]:
@@ -165,7 +155,12 @@ def scheduler_sections(data: dict) -> tuple[str, dict]:
             rows,
         )
     )
-    return "\n\n".join(parts), {"load": load_, "memory": memory, "shape": shape}
+    return "\n\n".join(parts), {
+        "load": load_,
+        "memory": memory,
+        "shape": shape,
+        "burst_size": settings["burst"],
+    }
 
 
 def postgres_section(data: dict) -> str:
