@@ -22,6 +22,9 @@ def median(figure: dict | None) -> float | None:
 
 
 def ratio(peer: float | None, ours: float | None) -> str:
+    """The peer's figure ÷ Sillo Dash's, for figures where less is better (time,
+    lateness): above 1 always means Sillo Dash is better. Every ratio in the report
+    goes this way; a rate is compared through its time."""
     if peer is None or ours is None or ours == 0:
         return "–"
     value = peer / ours

@@ -15,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 from common import percentile, summary  # noqa: E402
 from formatting import ratio, spread  # noqa: E402
 from reading import targets_and_reading  # noqa: E402
+from sections import scheduler_sections  # noqa: E402
 
 
 def test_percentiles_follow_the_nearest_rank_rule() -> None:
@@ -161,3 +162,24 @@ def test_a_peer_that_does_not_read_an_expression_is_not_a_miss() -> None:
     targets, _ = targets_and_reading({"next_fire": {"cases": cases}})
     row = next(line for line in targets.splitlines() if "cronsim" in line)
     assert row.endswith("| met |")
+
+
+def scheduler_data(ours: dict, peer: dict) -> dict:
+    """What bench/scheduler.py writes, for Sillo Dash and one peer at 1,000 schedules."""
+    for row in (ours, peer):
+        row.update(rss_growth_bytes=0, peak_rss_mb=100.0, late_ms_quantiles=[])
+    settings = {"rate": 100.0, "burst": 1000, "database": "SQLite",
+                "shape": {"windows": 2, "window": 1.0, "warmup": 0.5, "bursts": 2,
+                          "idle_windows": 1, "idle_window": 5.5}}  # fmt: skip
+    return {"settings": settings, "load": {"1000": {"sillo": ours, "naive": peer}}, "memory": {}}
+
+
+def test_every_ratio_above_one_means_sillo_dash_is_better() -> None:
+    fast = figures(p99=10.0, burst=0.5, idle=0.1)["load"][10_000]["sillo"]
+    slow = figures(p99=40.0, burst=2.0, idle=0.1)["load"][10_000]["sillo"]
+    text, _ = scheduler_sections(scheduler_data(fast, slow))
+    naive = [line for line in text.splitlines() if line.startswith("| 1,000 | naive")]
+    lateness, dispatch = naive[:2]  # then idle CPU, which has no ratio
+    assert lateness.endswith("| 4.00× |") and dispatch.endswith("| 4.00× |")
+    assert "above 1: Sillo Dash better" in text and "above 1: Sillo Dash faster" in text
+    assert ratio(1.0, 4.0) == "0.25×"  # the peer better: below 1
