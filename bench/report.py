@@ -11,7 +11,8 @@ import shutil
 from pathlib import Path
 
 from common import ROOT
-from formatting import load, table
+from formatting import load
+from header import header
 from reading import targets_and_reading
 from sections import (
     dashboard_section,
@@ -29,34 +30,37 @@ TARGET = DOCS / "benchmarks.md"
 ASSETS = DOCS / "benchmarks"
 
 
+BENCHMARKS = ["next_fire", "scheduler", "scheduler_postgres", "dashboard", "isolation",
+              "live_log", "hostile_input"]  # fmt: skip
+
+
 def write_report(results: Path, runs: dict) -> Path:
-    sections, facts, machine, quick = [], {}, None, False
-    data = load(results, "next_fire")
+    documents = {name: data for name in BENCHMARKS if (data := load(results, name))}
+    sections, facts = [], {}
+    data = documents.get("next_fire")
     if data:
         text, facts["next_fire"] = next_fire_section(data)
         sections.append(("Next fire times", text))
-        machine, quick = data["machine"], quick or data["settings"].get("quick")
-    data = load(results, "scheduler")
+    data = documents.get("scheduler")
     if data:
         text, facts["scheduler"] = scheduler_sections(data)
         sections.append(("Scheduler on SQLite", text))
         plot_lateness(facts["scheduler"]["load"], ASSETS / "lateness.svg")
-        machine, quick = data["machine"], quick or data["settings"].get("quick")
-    data = load(results, "scheduler_postgres")
+    data = documents.get("scheduler_postgres")
     if data:
         sections.append(("Several schedulers on PostgreSQL", postgres_section(data)))
-    data = load(results, "dashboard")
+    data = documents.get("dashboard")
     if data:
         text, facts["dashboard"] = dashboard_section(data)
         sections.append(("Dashboard list page", text))
-    data = load(results, "isolation")
+    data = documents.get("isolation")
     if data:
         sections.append(("The cost of run isolation", isolation_section(data)))
-    data = load(results, "live_log")
+    data = documents.get("live_log")
     if data:
         text, facts["live"] = live_section(data)
         sections.append(("Live views over websockets", text))
-    data = load(results, "hostile_input")
+    data = documents.get("hostile_input")
     if data:
         text, facts["hostile"] = hostile_section(data)
         sections.append(("Hostile input: preview and builder", text))
@@ -71,32 +75,8 @@ def write_report(results: Path, runs: dict) -> Path:
         "`docs/benchmarks/*.json`. How each benchmark measures, and why: "
         "[benchmarking.md](benchmarking.md).",
         "",
+        *header(documents, runs),
     ]
-    if machine:
-        lines += [
-            table(
-                ["", ""],
-                [
-                    [
-                        "machine",
-                        f"{machine['cpus']} CPUs, {machine['cpu_model']}, "
-                        f"{machine['memory_gb']} GB",
-                    ],
-                    ["system", machine["system"]],
-                    ["Python", f"{machine['implementation']} {machine['python']}"],
-                    ["mode", "quick (`make bench QUICK=1`: shorter windows)" if quick else "full"],
-                    [
-                        "run",
-                        ", ".join(
-                            f"{name} {run['seconds']:.0f} s"
-                            + ("" if run.get("ok") else " (FAILED)")
-                            for name, run in runs.items()
-                        ),
-                    ],
-                ],
-            ),
-            "",
-        ]
     if failed:
         lines += [f"**Failed in this run:** {', '.join(failed)} (see the run's output).", ""]
     lines += ["## Targets", "", targets, "", "## Reading", "", reading, ""]

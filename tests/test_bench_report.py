@@ -14,6 +14,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 
 from common import percentile, summary  # noqa: E402
 from formatting import ratio, spread  # noqa: E402
+from header import header  # noqa: E402
+from provenance import provenance  # noqa: E402
 from reading import targets_and_reading  # noqa: E402
 from sections import scheduler_sections  # noqa: E402
 
@@ -183,3 +185,40 @@ def test_every_ratio_above_one_means_sillo_dash_is_better() -> None:
     assert lateness.endswith("| 4.00× |") and dispatch.endswith("| 4.00× |")
     assert "above 1: Sillo Dash better" in text and "above 1: Sillo Dash faster" in text
     assert ratio(1.0, 4.0) == "0.25×"  # the peer better: below 1
+
+
+def results_file(commit: str, dirty: bool = False, **settings) -> dict:
+    disk = {"path": "/tmp", "device": "/dev/vda", "filesystem": "ext4", "kind": "virtio"}
+    machine = {"cpus": 2, "cpus_usable": 2, "cpu_model": "AMD EPYC", "memory_gb": 23.5,
+               "python": "3.13.0", "implementation": "CPython", "system": "Linux",
+               "virtualisation": "VM: kvm", "disk": disk}  # fmt: skip
+    return {"commit": commit, "dirty": dirty, "date": "2026-12-01 13:00:00 UTC",
+            "machine": machine, "versions": {"APScheduler": "3.11.3", "SQLite": "3.40.1"},
+            "settings": {"quick": True, **settings}}  # fmt: skip
+
+
+def test_the_header_names_the_commit_date_machine_versions_and_database_settings() -> None:
+    durability = {"SQLite": {"sillo": {"journal_mode": "wal", "synchronous": "NORMAL (1)"}}}
+    text = "\n".join(header({"scheduler": results_file("a" * 40, durability=durability)}, {}))
+    assert "| commit | aaaaaaaaaaaa |" in text
+    assert "| date | 2026-12-01 13:00:00 UTC |" in text
+    assert "| machine | 2 CPUs, AMD EPYC, 23.5 GB memory |" in text
+    assert "| virtualisation | VM: kvm |" in text and "/dev/vda (virtio device, ext4)" in text
+    assert "APScheduler 3.11.3" in text and "SQLite 3.40.1" in text
+    assert "| SQLite (scheduler) | sillo: journal_mode wal, synchronous NORMAL (1) |" in text
+    assert "Mixed" not in text and "Uncommitted" not in text
+
+
+def test_the_header_warns_when_results_are_not_one_run_of_one_revision() -> None:
+    documents = {"next_fire": results_file("a" * 40), "scheduler": results_file("b" * 40, True)}
+    text = "\n".join(header(documents, {}))
+    assert "**Mixed revisions:**" in text and "scheduler at bbbbbbbbbbbb" in text
+    assert "**Uncommitted changes** in the working tree when scheduler ran" in text
+
+
+def test_every_results_file_records_where_it_comes_from() -> None:
+    found = provenance(Path("/tmp"))
+    assert len(found["commit"]) == 40 and isinstance(found["dirty"], bool)
+    assert found["machine"]["cpus"] and found["machine"]["memory_gb"]
+    assert found["machine"]["disk"]["filesystem"] != "unknown"
+    assert found["versions"]["APScheduler"] and found["versions"]["SQLite"]
