@@ -57,6 +57,15 @@ def schedule_row(code: str, anchor: datetime, every: float):
     )  # fmt: skip
 
 
+# Read back from the server, not assumed from how it was started.
+SERVER_SETTINGS = ("server_version", "fsync", "synchronous_commit", "full_page_writes",
+                   "wal_sync_method")  # fmt: skip
+
+
+def server_settings(db) -> dict:
+    return {name: db.execute(f"SHOW {name}").fetchone()[0] for name in SERVER_SETTINGS}
+
+
 def run_case(url: str, env: dict, schedulers: int, shape: dict) -> dict:
     first = datetime.now(UTC) + timedelta(seconds=shape["lead"])
     measured = first + timedelta(seconds=shape["warmup"])
@@ -133,10 +142,12 @@ def main() -> None:
     print(f"PostgreSQL: {STEADY} schedules every {EVERY:g}s ({STEADY / EVERY:.0f} runs/s) and "
           f"bursts of {BURST}; {shape}", flush=True)  # fmt: skip
     results = []
-    with postgres() as server:
+    with postgres(durable=True) as server:
         url = server.rsplit("/", 1)[0] + "/sillo_bench"
         with psycopg.connect(server, autocommit=True) as db:
             db.execute("CREATE DATABASE sillo_bench")
+            durability = server_settings(db)
+        print(f"PostgreSQL {durability}", flush=True)
         env = {**os.environ, "DATABASE_URL": url, "DJANGO_SETTINGS_MODULE": "sillo_dash.settings",
                "SILLO_DATA_DIR": str(folder), "DJANGO_LOG_LEVEL": "WARNING"}  # fmt: skip
         env.pop("REDIS_URL", None)
@@ -158,7 +169,8 @@ def main() -> None:
                 flush=True,
             )
     settings = {"steady": STEADY, "every": EVERY, "burst": BURST, "counts": COUNTS,
-                "database": "PostgreSQL", "shape": shape, "quick": args.quick}  # fmt: skip
+                "database": "PostgreSQL", "durability": {"PostgreSQL": {"sillo": durability}},
+                "shape": shape, "quick": args.quick}  # fmt: skip
     write_results(args.json, "scheduler_postgres", settings, {"cases": results})
 
 

@@ -48,6 +48,7 @@ django.setup()
 # APScheduler logs each coroutine it cancels at shutdown; that is not a result.
 logging.getLogger("apscheduler").setLevel(logging.CRITICAL)
 
+from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 
@@ -55,6 +56,50 @@ import schedules  # noqa: E402
 from schedules.models import Schedule  # noqa: E402
 from schedules.scheduler.engine import Scheduler  # noqa: E402
 from schedules.timing import Interval  # noqa: E402
+
+# Every system that keeps its records on disk runs with the product's own SQLite
+# settings (journal mode and synchronous), so none buys speed with less durability.
+SQLITE_PRAGMAS = settings.DATABASES["default"]["OPTIONS"]["init_command"]
+SYNCHRONOUS = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
+
+
+def sqlite_engine():
+    """APScheduler's SQLAlchemy engine on the benchmark's file, with SQLITE_PRAGMAS."""
+    from sqlalchemy import create_engine, event
+
+    engine = create_engine(f"sqlite:///{DATABASE}")
+
+    @event.listens_for(engine, "connect")
+    def same_durability(dbapi_connection, _record) -> None:
+        dbapi_connection.executescript(SQLITE_PRAGMAS)
+
+    return engine
+
+
+def _pragmas(cursor) -> dict:
+    """The settings a connection really has, read back rather than assumed."""
+    journal = cursor.execute("PRAGMA journal_mode").fetchone()[0]
+    level = cursor.execute("PRAGMA synchronous").fetchone()[0]
+    return {"journal_mode": journal, "synchronous": SYNCHRONOUS.get(level, level)}
+
+
+def django_durability() -> dict:
+    with connection.cursor() as cursor:
+        return _pragmas(cursor)
+
+
+def sqlalchemy_durability() -> dict:
+    engine = sqlite_engine()
+    raw = engine.raw_connection()
+    try:
+        return _pragmas(raw.cursor())
+    finally:
+        raw.close()
+        engine.dispose()
+
+
+def in_memory() -> dict:
+    return {"storage": "memory only (nothing on disk)"}
 
 
 class Executions(list):
@@ -170,7 +215,7 @@ def sqlalchemy_jobs(plan: Plan) -> None:
     staging = BackgroundScheduler(timezone="UTC")
     staging.start(paused=True)
     aps_jobs(staging, plan)
-    store = SQLAlchemyJobStore(url=f"sqlite:///{DATABASE}")
+    store = SQLAlchemyJobStore(engine=sqlite_engine())
     store.jobs_t.create(store.engine, checkfirst=True)
     rows = [
         {
@@ -228,7 +273,7 @@ async def run_aps_memory(plan: Plan, phases: Phases) -> None:
 async def run_aps_sqlalchemy(plan: Plan, phases: Phases) -> None:
     from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
 
-    await _run_aps(plan, phases, SQLAlchemyJobStore(url=f"sqlite:///{DATABASE}"))
+    await _run_aps(plan, phases, SQLAlchemyJobStore(engine=sqlite_engine()))
 
 
 def naive_scan(now: datetime) -> list[str]:
@@ -272,4 +317,12 @@ SYSTEMS: dict[str, tuple[Callable[[Plan], None], Callable[[Plan, Phases], Awaita
     "apscheduler3-memory": (nothing, run_aps_memory),
     "apscheduler3-sqlalchemy": (sqlalchemy_jobs, run_aps_sqlalchemy),
     "naive": (schedule_rows, run_naive),
+}
+# name -> how its storage is set up, read back from a connection made as the system makes it
+DURABILITY: dict[str, Callable[[], dict]] = {
+    "sillo": django_durability,
+    "sillo-inline": django_durability,
+    "apscheduler3-memory": in_memory,
+    "apscheduler3-sqlalchemy": sqlalchemy_durability,
+    "naive": django_durability,
 }

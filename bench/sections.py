@@ -15,6 +15,40 @@ SYSTEM_NAMES = {
 }
 
 
+# ---------------------------------------------------------------- durability
+
+
+def sqlite_parity(systems: dict) -> str:
+    """The SQLite settings every system on disk ran with, as read back from each, and
+    whether they are the same (a faster figure bought with less durability is no
+    comparison)."""
+    on_disk = {name: found for name, found in systems.items() if "synchronous" in found}
+    if not on_disk:
+        return "The SQLite settings were not recorded in this run."
+    kinds = {(found["journal_mode"], found["synchronous"]) for found in on_disk.values()}
+    if len(kinds) == 1:
+        journal, synchronous = next(iter(kinds))
+        return (
+            f"Every system that keeps its records on disk ran with journal_mode={journal} and "
+            f"synchronous={synchronous} (read back from each system's own connection)."
+        )
+    return (
+        "**Not the same durability:** "
+        + "; ".join(
+            f"{name}: journal_mode={found['journal_mode']}, synchronous={found['synchronous']}"
+            for name, found in on_disk.items()
+        )
+        + "."
+    )
+
+
+def postgres_settings(settings: dict) -> str:
+    found = settings.get("durability", {}).get("PostgreSQL", {}).get("sillo")
+    if not found:
+        return "settings not recorded in this run"
+    return ", ".join(f"{name} {value}" for name, value in found.items())
+
+
 # ---------------------------------------------------------------- sections
 
 
@@ -69,7 +103,8 @@ def scheduler_sections(data: dict) -> tuple[str, dict]:
             )
     parts.append(
         f"### Fire lateness\n\n{settings['rate']:.0f} runs a second of no-op async tasks, "
-        "whatever the number of schedules (slots spread evenly), on SQLite. Milliseconds "
+        f"whatever the number of schedules (slots spread evenly), on SQLite. "
+        f"{sqlite_parity(settings.get('durability', {}).get('SQLite', {}))} Milliseconds "
         f"from the slot to the task starting; {shape['windows']} windows of "
         f"{shape['window']:g} s after a {shape['warmup']:g} s warm-up, each window a "
         "repetition: median of the windows' figures [min–max]. Runs: slots measured / slots "
@@ -207,7 +242,8 @@ def postgres_section(data: dict) -> str:
         f"{settings['steady']:,} schedules every {settings['every']:g} s "
         f"({settings['steady'] / settings['every']:.0f} runs/s) and bursts of "
         f"{settings['burst']:,}, with 1, 2 and 4 `runscheduler` processes on one throwaway "
-        "PostgreSQL, read back from the run records (a demo task that does nothing). Windows and "
+        f"PostgreSQL ({postgres_settings(settings)}), read back from the run records (a demo "
+        "task that does nothing). Windows and "
         "bursts are repetitions as above. Slots run twice must be 0.\n\n"
         + table(
             [

@@ -17,7 +17,7 @@ from formatting import ratio, spread  # noqa: E402
 from header import header  # noqa: E402
 from provenance import provenance  # noqa: E402
 from reading import targets_and_reading  # noqa: E402
-from sections import scheduler_sections  # noqa: E402
+from sections import scheduler_sections, sqlite_parity  # noqa: E402
 
 
 def test_percentiles_follow_the_nearest_rank_rule() -> None:
@@ -222,3 +222,15 @@ def test_every_results_file_records_where_it_comes_from() -> None:
     assert found["machine"]["cpus"] and found["machine"]["memory_gb"]
     assert found["machine"]["disk"]["filesystem"] != "unknown"
     assert found["versions"]["APScheduler"] and found["versions"]["SQLite"]
+
+
+def test_the_sqlite_settings_of_every_system_on_disk_are_stated_and_compared() -> None:
+    same = {"sillo": {"journal_mode": "wal", "synchronous": "NORMAL"},
+            "apscheduler3-sqlalchemy": {"journal_mode": "wal", "synchronous": "NORMAL"},
+            "apscheduler3-memory": {"storage": "memory only (nothing on disk)"}}  # fmt: skip
+    assert "journal_mode=wal and synchronous=NORMAL" in sqlite_parity(same)
+    same["apscheduler3-sqlalchemy"]["synchronous"] = "FULL"
+    text = sqlite_parity(same)
+    assert text.startswith("**Not the same durability:**")
+    assert "apscheduler3-sqlalchemy: journal_mode=wal, synchronous=FULL" in text
+    assert "not recorded" in sqlite_parity({})
