@@ -73,8 +73,11 @@ def next_fire_section(data: dict) -> tuple[str, dict]:
         f"The next 1,000 fire times from 2026-01-01, each expression in its zone. Milliseconds, "
         f"median of {settings['repeats']} runs after a warm-up [min–max] (the minute scan: "
         f"{settings['scan_repeats']}); in brackets after a peer, its time ÷ Sillo Dash's "
-        "(above 1: Sillo Dash is faster). A peer that does not read an expression says so.\n\n"
-        + table(["expression", "zone", *systems], rows)
+        "(above 1: Sillo Dash is faster). Before any timing, each peer's fire times are compared "
+        "with Sillo Dash's: a peer that does not read an expression says so, and one whose fire "
+        "times differ says where and is not timed. Every call of every library starts with the "
+        "same cache state (Sillo Dash's parse cache emptied: every repetition includes the "
+        "parse, as the peers' do).\n\n" + table(["expression", "zone", *systems], rows)
     )
     return text, {"cases": data["cases"]}
 

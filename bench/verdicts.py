@@ -59,7 +59,7 @@ HOSTILE = [
 def next_fire_comparison(cases: list[dict], peer: str = "cronsim") -> dict:
     """Each case against one peer: the peer's time ÷ Sillo Dash's where both ran and
     agreed, and which cases the peer does not read, differs on, or lacks figures for."""
-    found: dict = {"ratios": {}, "unread": [], "differs": [], "missing": []}
+    found: dict = {"ratios": {}, "unread": [], "differs": [], "gave_up": [], "missing": []}
     for case in cases:
         ours, theirs = case["systems"]["sillo"], case["systems"].get(peer, {})
         name = f"`{case['expression']}` {case['tz']}"
@@ -69,8 +69,10 @@ def next_fire_comparison(cases: list[dict], peer: str = "cronsim") -> dict:
             found["ratios"][name] = theirs["median_ms"] / ours["median_ms"]
         elif str(theirs.get("status", "")).startswith("unsupported"):
             found["unread"].append(name)
-        else:
+        elif str(theirs.get("status", "")).startswith("differs"):
             found["differs"].append(name)
+        else:  # gave up (the scan's limit) or has no figures
+            found["gave_up"].append(name)
     return found
 
 
@@ -80,7 +82,7 @@ def next_fire_targets(cases: list[dict]) -> list[list[str]]:
     Dash was not measured, leaves the target incomplete."""
     found = next_fire_comparison(cases)
     ratios = list(found["ratios"].values())
-    complete = bool(ratios) and not found["differs"] and not found["missing"]
+    complete = bool(ratios) and not (found["differs"] or found["missing"] or found["gave_up"])
     measured = (
         f"cronsim takes {min(ratios):.1f}× to {max(ratios):.1f}× as long on {len(ratios)} of "
         f"{len(cases)} expressions" if ratios else "no expression measured on both"
@@ -91,6 +93,8 @@ def next_fire_targets(cases: list[dict]) -> list[list[str]]:
         measured += "; not compared (fire times differ, or not measured): " + ", ".join(
             found["differs"]
         )
+    if found["gave_up"]:
+        measured += "; cronsim not measured: " + ", ".join(found["gave_up"])
     if found["missing"]:
         measured += "; Sillo Dash not measured: " + ", ".join(found["missing"])
     scan = next_fire_comparison(cases, "minute scan")["ratios"].get("`0 9 * * 1-5` UTC")

@@ -234,3 +234,35 @@ def test_the_sqlite_settings_of_every_system_on_disk_are_stated_and_compared() -
     assert text.startswith("**Not the same durability:**")
     assert "apscheduler3-sqlalchemy: journal_mode=wal, synchronous=FULL" in text
     assert "not recorded" in sqlite_parity({})
+
+
+def test_next_fire_checks_each_peers_fire_times_against_sillo_dashs() -> None:
+    from datetime import UTC, datetime, timedelta
+    from zoneinfo import ZoneInfo
+
+    from next_fire import differs
+
+    ours = [datetime(2026, 3, 29, hour, tzinfo=UTC) for hour in range(3)]
+    same_instants = [at.astimezone(ZoneInfo("Europe/Berlin")) for at in ours]
+    assert differs(same_instants, ours) is None
+    one_off = [ours[0], ours[1] + timedelta(hours=1), ours[2]]
+    assert differs(one_off, ours) == (
+        "differs (at #2: 2026-03-29T02:00:00+00:00, Sillo Dash 2026-03-29T01:00:00+00:00)"
+    )
+    assert differs(ours[:2], ours) == "differs (2 fire times, Sillo Dash 3)"
+
+
+def test_next_fire_times_every_library_from_the_same_cache_state() -> None:
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    from next_fire import SYSTEMS, measure
+
+    from schedules.timing.cronexpr import parse_cron
+
+    start = datetime(2026, 1, 1, tzinfo=ZoneInfo("UTC"))
+    assert len(measure(SYSTEMS["sillo"], "7 7 * * *", start, 1, None)) == 1
+    assert parse_cron.cache_info().currsize == 1  # parsed in the one timed call, not before
+    wrong = measure(lambda expr, at: SYSTEMS["sillo"](expr, at)[1:] + [at], "7 7 * * *", start,
+                    1, SYSTEMS["sillo"]("7 7 * * *", start))  # fmt: skip
+    assert wrong.startswith("differs (at #1: ")
