@@ -266,3 +266,24 @@ def test_next_fire_times_every_library_from_the_same_cache_state() -> None:
     wrong = measure(lambda expr, at: SYSTEMS["sillo"](expr, at)[1:] + [at], "7 7 * * *", start,
                     1, SYSTEMS["sillo"]("7 7 * * *", start))  # fmt: skip
     assert wrong.startswith("differs (at #1: ")
+
+
+def test_slots_run_twice_are_counted_from_the_task_bodies_and_the_schedulers_logs(
+    tmp_path: Path,
+) -> None:
+    from datetime import UTC, datetime
+
+    from scheduler_postgres import EVERY, UNIQUE_CONFLICT, figures
+
+    shape = {"warmup": 0.0, "windows": 1, "window": 10.0, "bursts": 1, "burst_every": 5.0}
+    first = datetime(2026, 12, 1, tzinfo=UTC)
+    start = first.timestamp()
+    # s0's slot ran twice (two schedulers), s1's once, each 5 ms late; one burst run.
+    executions = [("s0", start + 0.005), ("s0", start + 0.007), ("s1", start + 0.005 + 0.005),
+                  ("b0.0", start + 20.1)]  # fmt: skip
+    log = tmp_path / "scheduler.log"
+    log.write_text(f"WARNING slot x of s0 {UNIQUE_CONFLICT}\nINFO nothing\n")
+    found = figures(executions, [log], 2, shape, first, datetime.fromtimestamp(start + 20, UTC))
+    assert found["executed_twice"] == 1 and found["unique_conflicts"] == 1
+    assert found["runs"] == 3 and found["expected"] == round(2000 / EVERY * 10)
+    assert found["burst"]["started"] == [1]
