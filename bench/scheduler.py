@@ -3,8 +3,9 @@
 The systems (bench/scheduler_systems.py), on the same machine and workload of
 no-op async tasks: this project's scheduler on SQLite; APScheduler 3's
 AsyncIOScheduler with its memory job store, and with its SQLAlchemy job store
-on the same SQLite file; and a naive baseline that wakes every second and
-reads every schedule record.
+on the same SQLite file; a naive baseline that wakes every second and
+reads every schedule record; and a fair simple peer that wakes every second
+and reads only the due records through an index (`next_run_at <= now`).
 
 Each (system, n) run starts a fresh process over records this process wrote,
 holding n steady schedules plus 1,000 burst schedules, and goes through:
@@ -109,6 +110,7 @@ SETUP_PER_SCHEDULE = {
     "sillo": 5e-5,
     "sillo-inline": 5e-5,
     "naive": 5e-5,
+    "poll": 5e-5,
     "apscheduler3-memory": 5e-5,
     "apscheduler3-sqlalchemy": 7e-5,
 }

@@ -53,6 +53,7 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 
 import schedules  # noqa: E402
+from bench.benchapp import polls  # noqa: E402
 from schedules.models import Schedule  # noqa: E402
 from schedules.scheduler.engine import Scheduler  # noqa: E402
 from schedules.timing import Interval  # noqa: E402
@@ -276,10 +277,9 @@ async def run_aps_sqlalchemy(plan: Plan, phases: Phases) -> None:
     await _run_aps(plan, phases, SQLAlchemyJobStore(engine=sqlite_engine()))
 
 
-def naive_scan(now: datetime) -> list[str]:
-    """Read every active schedule, take the due ones, save their next slot."""
+def take_due(records, now: datetime) -> list[str]:
+    """Of these records, take the due ones and save their next slot."""
     due, changed = [], []
-    records = Schedule.objects.filter(status="active").only("id", "code", "trigger", "next_run_at")
     for schedule in records:
         if schedule.next_run_at <= now:
             due.append(schedule.code)
@@ -291,15 +291,25 @@ def naive_scan(now: datetime) -> list[str]:
     return due
 
 
-async def run_naive(plan: Plan, phases: Phases) -> None:
-    """Wake every second, scan every record, start the due ones (no run log)."""
+def naive_scan(now: datetime) -> list[str]:
+    """Read every active schedule, take the due ones, save their next slot."""
+    return take_due(polls.every_record(), now)
+
+
+def indexed_poll(now: datetime) -> list[str]:
+    """Read only the due schedules, through the due index; take them, save their next slot."""
+    return take_due(polls.due_records(now), now)
+
+
+async def every_second(read: Callable[[datetime], list[str]], phases: Phases) -> None:
+    """Wake every second, read the due schedules with `read`, start them (no run log)."""
     loop = asyncio.get_running_loop()
     running: set[asyncio.Task] = set()
 
     async def forever() -> None:
         while True:
             tick = time.monotonic()
-            for code in await loop.run_in_executor(None, naive_scan, datetime.now(UTC)):
+            for code in await loop.run_in_executor(None, read, datetime.now(UTC)):
                 task = asyncio.create_task(noop(code=code))
                 running.add(task)
                 task.add_done_callback(running.discard)
@@ -310,6 +320,16 @@ async def run_naive(plan: Plan, phases: Phases) -> None:
     scanner.cancel()
 
 
+async def run_naive(plan: Plan, phases: Phases) -> None:
+    """Wake every second, scan every record, start the due ones."""
+    await every_second(naive_scan, phases)
+
+
+async def run_poll(plan: Plan, phases: Phases) -> None:
+    """Wake every second, read the due records through an index, start them."""
+    await every_second(indexed_poll, phases)
+
+
 # name -> (prepare, run)
 SYSTEMS: dict[str, tuple[Callable[[Plan], None], Callable[[Plan, Phases], Awaitable[None]]]] = {
     "sillo": (worker_schedule_rows, run_sillo),
@@ -317,6 +337,7 @@ SYSTEMS: dict[str, tuple[Callable[[Plan], None], Callable[[Plan, Phases], Awaita
     "apscheduler3-memory": (nothing, run_aps_memory),
     "apscheduler3-sqlalchemy": (sqlalchemy_jobs, run_aps_sqlalchemy),
     "naive": (schedule_rows, run_naive),
+    "poll": (schedule_rows, run_poll),
 }
 # name -> how its storage is set up, read back from a connection made as the system makes it
 DURABILITY: dict[str, Callable[[], dict]] = {
@@ -325,4 +346,5 @@ DURABILITY: dict[str, Callable[[], dict]] = {
     "apscheduler3-memory": in_memory,
     "apscheduler3-sqlalchemy": sqlalchemy_durability,
     "naive": django_durability,
+    "poll": django_durability,
 }

@@ -12,6 +12,7 @@ SYSTEM_NAMES = {
     "apscheduler3-memory": "APScheduler 3, memory store",
     "apscheduler3-sqlalchemy": "APScheduler 3, SQLAlchemy store (SQLite)",
     "naive": "naive: wake every second, scan every record",
+    "poll": "indexed poll: wake every second, read the due records through an index",
 }
 
 
@@ -401,6 +402,7 @@ def plot_lateness(load_: dict, path: Path) -> None:
         "apscheduler3-memory": "--",
         "apscheduler3-sqlalchemy": "-.",
         "naive": ":",
+        "poll": (0, (1, 1)),
     }
     for axis, n in zip(axes, sizes, strict=True):
         for name, row in load_[n].items():

@@ -10,6 +10,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 
 from common import percentile, summary  # noqa: E402
@@ -287,3 +289,17 @@ def test_slots_run_twice_are_counted_from_the_task_bodies_and_the_schedulers_log
     assert found["executed_twice"] == 1 and found["unique_conflicts"] == 1
     assert found["runs"] == 3 and found["expected"] == round(2000 / EVERY * 10)
     assert found["burst"]["started"] == [1]
+
+
+@pytest.mark.django_db
+def test_the_indexed_poll_reads_the_due_index_and_the_naive_scan_every_record() -> None:
+    from datetime import UTC, datetime
+
+    from django.db import connection
+
+    from bench.benchapp import polls
+
+    if connection.vendor != "sqlite":
+        pytest.skip("the benchmark's peers run on SQLite; PostgreSQL plans by table size")
+    assert "schedule_due_idx" in polls.due_records(datetime.now(UTC)).explain()
+    assert "schedule_due_idx" not in polls.every_record().explain()
