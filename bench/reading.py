@@ -1,9 +1,26 @@
-"""The report's targets (with verdicts) and its reading, from one run's figures."""
+"""The report's targets (with verdicts) and its reading, from one run's figures.
+
+Every sentence of a finding is written from this run's figures: which system
+leads and by how much comes from comparing them, never from a fixed word.
+What the figures cannot show (why a design behaves as it does, what an
+earlier review measured) is set apart and labelled as background.
+"""
 
 from __future__ import annotations
 
 from formatting import median, table
 from verdicts import MET, next_fire_comparison, targets
+
+BACKGROUND = "_Background (the design, not measured in this run):"
+
+
+def background(text: str) -> str:
+    return f" {BACKGROUND} {text}_"
+
+
+def times(a: float, b: float) -> str:
+    """How many times a is b, as a figure a reader can check."""
+    return f"{a / b:.2f}×" if b else "–"
 
 
 def next_fire_reading(cases: list[dict]) -> str:
@@ -13,7 +30,7 @@ def next_fire_reading(cases: list[dict]) -> str:
         found = next_fire_comparison(cases, peer)
         ratios = found["ratios"]
         if not ratios:
-            parts.append(f"{peer} was compared on no expression")
+            parts.append(f"{peer} was compared on 0 of {len(cases)} expressions")
             continue
         closest = min(ratios, key=ratios.get)
         text = (
@@ -24,174 +41,226 @@ def next_fire_reading(cases: list[dict]) -> str:
         if found["unread"]:
             text += f", and does not read {', '.join(found['unread'])}"
         if found["differs"]:
-            text += (
-                f"; its fire times differ, or were not measured, on {', '.join(found['differs'])}"
-            )
+            text += f"; its fire times differ from Sillo Dash's on {', '.join(found['differs'])}"
+        if found["gave_up"]:
+            text += f"; it gave up or was not measured on {', '.join(found['gave_up'])}"
         parts.append(text)
-    return "**Next fire times.** Beside Sillo Dash: " + "; ".join(parts) + "."
+    return (
+        "**Next fire times.** Beside Sillo Dash: "
+        + "; ".join(parts)
+        + "."
+        + background(
+            "the engine jumps field by field (month, matching day, hour, minute) where "
+            "cronsim and croniter step through candidate times and the scan tests every minute."
+        )
+    )
+
+
+def lateness_reading(load_: dict) -> str:
+    sizes = sorted(load_)
+    small, big = sizes[0], sizes[-1]
+    ours = {n: median(load_[n]["sillo"]["p99_ms"]) for n in sizes if "sillo" in load_[n]}
+    if not ours or None in ours.values():
+        return "**Lateness.** Sillo Dash's p99 was not measured at every size in this run."
+    text = (
+        f"**Lateness.** Sillo Dash's p99 is {ours[small]:.1f} ms at {small:,} schedules and "
+        f"{ours[big]:.1f} ms at {big:,} ({times(ours[big], ours[small])} for "
+        f"{big // small:,}× the schedules)."
+    )
+    for name, label in (
+        ("apscheduler3-memory", "APScheduler's memory store"),
+        ("apscheduler3-sqlalchemy", "APScheduler's SQLAlchemy store"),
+        ("poll", "the indexed one-second poll"),
+        ("naive", "the naive full scan"),
+    ):
+        row = load_[big].get(name)
+        theirs = row and median(row["p99_ms"])
+        if not theirs:
+            continue
+        lead = "leads" if ours[big] < theirs else "trails"
+        text += (
+            f" At {big:,} schedules Sillo Dash {lead} {label}: p99 {theirs:,.1f} ms, "
+            f"{times(theirs, ours[big])} Sillo Dash's, with {row['runs']}/{row['expected']} "
+            "slots run in the windows."
+        )
+    return text + background(
+        "each pass of Sillo Dash reads only the due schedules through a partial index, "
+        "claims each slot and writes each run before and after it runs; APScheduler keeps "
+        "its jobs in a heap (the SQLAlchemy store also saves each job's next time) and "
+        "records no runs; both one-second loops start a slot up to a second after it."
+    )
+
+
+def idle_reading(load_: dict, at: int, idle_window: float) -> str | None:
+    figures = {
+        name: median(row["idle_cpu_percent"])
+        for name, row in load_[at].items()
+        if row.get("idle_cpu_percent")
+    }
+    if "sillo" not in figures:
+        return None
+    others = "; ".join(f"{name} {value:.2f}%" for name, value in figures.items() if name != "sillo")
+    return (
+        f"**Idle.** With nothing due, Sillo Dash uses {figures['sillo']:.2f}% of a core at "
+        f"{at:,} schedules over windows of {idle_window:g} s"
+        + (f" (the others: {others})." if others else ".")
+        + background(
+            "Sillo Dash sleeps until the earliest slot, waking for its heartbeat (5 s) and "
+            "resync (30 s); a window shorter than 30 s may hold no resync."
+        )
+    )
+
+
+def throughput_reading(load_: dict, at: int, worst: float | None) -> str:
+    ours = load_[at]["sillo"]["burst"]["all_started_s"]
+    if not ours:
+        return f"**Throughput.** Sillo Dash completed no burst at {at:,} schedules in this run."
+    text = (
+        f"**Throughput.** At {at:,} schedules Sillo Dash's slowest burst of 1,000 took "
+        f"{ours['max']:.2f} s to start (median {ours['median']:.2f} s)"
+    )
+    peers = []
+    for name, label in (
+        ("apscheduler3-memory", "APScheduler's memory store"),
+        ("apscheduler3-sqlalchemy", "APScheduler's SQLAlchemy store"),
+        ("poll", "the indexed poll"),
+    ):
+        row = load_[at].get(name)
+        theirs = row and row["burst"]["all_started_s"]
+        if theirs:
+            peers.append(
+                f"{label} {theirs['max']:.3f} s ({times(theirs['max'], ours['max'])} Sillo "
+                "Dash's time)"
+            )
+    text += ("; " + ", ".join(peers) if peers else "") + "."
+    if worst is not None and worst >= 1.0:
+        text += f" The 1 s target is missed by {worst - 1:.2f} s at the slowest burst and size."
+    return text + background(
+        "Sillo Dash claims due slots in batches in one transaction and records every run; "
+        "APScheduler's memory store writes nothing and its SQLAlchemy store one UPDATE and "
+        "commit per job. Where the remaining time goes is not measured here."
+    )
+
+
+def memory_reading(memory: dict) -> str | None:
+    if not memory.get("sillo"):
+        return None
+    parts = [
+        f"{name} {found['bytes_per_schedule']:,.0f}"
+        for name, found in memory.items()
+        if name != "sillo"
+    ]
+    small, large = memory["sillo"]["between"]
+    text = (
+        f"**Memory.** Between {small:,} and {large:,} schedules Sillo Dash's scheduler grew by "
+        f"{memory['sillo']['bytes_per_schedule']:,.0f} bytes per schedule"
+        + (f" (the others, bytes per schedule: {'; '.join(parts)})" if parts else "")
+        + ", measured before any slot ran"
+        + (
+            f"; below 0: its process grew more at {small:,} than at {large:,}."
+            if memory["sillo"]["bytes_per_schedule"] < 0
+            else "."
+        )
+    )
+    return text + background(
+        "schedules live in the database and each pass reads only the due ones; "
+        "APScheduler's memory store keeps a job object per schedule."
+    )
+
+
+def scheduler_reading(sched: dict) -> list[str]:
+    load_ = sched["load"]
+    sizes = sorted(load_)
+    at = 10_000 if 10_000 in load_ else sizes[-1]
+    if "sillo" not in load_[at]:
+        return ["**Scheduler.** Sillo Dash was not measured in this run."]
+    slowest = [
+        load_[n]["sillo"]["burst"]["all_started_s"]["max"]
+        for n in sizes
+        if "sillo" in load_[n] and load_[n]["sillo"]["burst"]["all_started_s"]
+    ]
+    paragraphs = [
+        lateness_reading(load_),
+        idle_reading(load_, at, sched.get("shape", {}).get("idle_window", 0)),
+        throughput_reading(load_, at, max(slowest) if slowest else None),
+        memory_reading(sched.get("memory") or {}),
+    ]
+    return [text for text in paragraphs if text]
+
+
+def dashboard_reading(dash: dict) -> str | None:
+    first, admin = dash.get("list, page 1"), dash.get("admin changelist, page 1")
+    if not first or not admin:
+        return None
+    lists = {name: page for name, page in dash.items() if name.startswith("list")}
+    queries = [median(page["queries"]) for page in lists.values()]
+    slowest = max(lists, key=lambda name: median(lists[name]["server_ms"]))
+    return (
+        f"**Dashboard.** The list page renders in {median(first['server_ms']):.0f} ms with "
+        f"{median(first['queries']):.0f} queries; across the {len(lists)} list requests "
+        f"measured the queries range from {min(queries):.0f} to {max(queries):.0f} and the "
+        f"slowest is {slowest} ({median(lists[slowest]['server_ms']):.0f} ms). The admin "
+        f"changelist takes {median(admin['server_ms']):.0f} ms with "
+        f"{median(admin['queries']):.0f} queries."
+    )
+
+
+def live_reading(live: dict) -> str | None:
+    bare, log, listing = (
+        live.get(k) for k in ("bare (no rendering)", "live log", "schedules list")
+    )
+    if not (bare and log and listing):
+        return None
+    least = min(v["delivered"] or 0 for v in (bare, log, listing))
+    p99 = {name: median(view["delay_p99_ms"]) for name, view in live.items()}
+    return (
+        f"**Live views.** The least complete stream delivered {100 * least:.1f}% of the "
+        f"events; p99 delay: "
+        + ", ".join(f"{name} {value:.0f} ms" for name, value in p99.items())
+        + f" (the live log {median(log['delay_p99_ms']) - median(bare['delay_p99_ms']):.0f} ms "
+        f"and the list {median(listing['delay_p99_ms']) - median(bare['delay_p99_ms']):.0f} ms "
+        "above bare forwarding)."
+        + background(
+            "the difference over bare forwarding is the rendering of rows; a list page "
+            "subscribes to its own page's schedules only (docs/dashboard.md)."
+        )
+    )
+
+
+def hostile_reading(hostile: dict) -> str:
+    cpu, size, before = hostile["worst_cpu_ms"], hostile["worst_bytes"], hostile.get("before")
+    text = (
+        f"**Hostile input.** The worst preview or builder request a Viewer can send costs "
+        f"{cpu:.0f} ms of CPU and returns {size / 1024:.0f} KB."
+    )
+    if before:
+        text += (
+            f" _Background (an earlier review, not this run): {before['cpu_ms'] / 1000:.1f} s "
+            f"and {before['bytes'] / 2**20:.1f} MB before the limits._"
+        )
+    return text + background(
+        "a compound search shares one budget of steps however deeply it nests; the builder "
+        "reads at most the limits' nodes, levels and characters."
+    )
 
 
 def targets_and_reading(facts: dict) -> tuple[str, str]:
     rows, reading = targets(facts), []
-    nf = facts.get("next_fire")
-    if nf:
-        reading.append(next_fire_reading(nf["cases"]))
-    sched = facts.get("scheduler")
-    if sched:
-        load_ = sched["load"]
-        sizes = sorted(load_)
-        at = 10_000 if 10_000 in load_ else sizes[-1]
-        worst = max(
-            (load_[n]["sillo"]["burst"]["all_started_s"] or {"max": float("inf")})["max"]
-            for n in sizes
-        )
-        idle = median(load_[at]["sillo"]["idle_cpu_percent"])
-        naive_idle = load_[at].get("naive", {}).get("idle_cpu_percent")
-        aps = {n: load_[n].get("apscheduler3-memory") for n in sizes}
-        naive = {n: load_[n].get("naive") for n in sizes}
-        big = sizes[-1]
-        text = (
-            f"**Lateness.** Sillo Dash's p99 stays between "
-            f"{min(median(load_[n]['sillo']['p99_ms']) for n in sizes):.1f} and "
-            f"{max(median(load_[n]['sillo']['p99_ms']) for n in sizes):.1f} ms from "
-            f"{sizes[0]:,} to {big:,} schedules: each pass reads only the due schedules through "
-            "a partial index and sleeps until the next slot, so the number of schedules barely "
-            "matters. It trails APScheduler's memory store"
-        )
-        if aps[big]:
-            text += (
-                f" (p99 {median(aps[big]['p99_ms']):.1f} ms at {big:,}), which keeps every job "
-                "in a heap in the process and records nothing, while Sillo Dash claims each slot "
-                "and writes each run to the database before and after it runs: the price of "
-                "surviving a crash, running several schedulers on one database and showing every "
-                "run in the dashboard"
-            )
-        text += "."
-        small = sizes[0]
-        if naive[big] and naive[small]:
-            text += (
-                f" The naive design is late by half its one-second tick at best (p50 "
-                f"{median(naive[small]['p50_ms']):,.0f} ms at {small:,} schedules), and its "
-                f"scan grows with the table: p50 {median(naive[big]['p50_ms']):,.0f} ms at "
-                f"{big:,}, with {naive[big]['runs']}/{naive[big]['expected']} slots run in the "
-                "windows."
-            )
-        sqlalchemy = load_[big].get("apscheduler3-sqlalchemy")
-        if sqlalchemy:
-            text += (
-                f" APScheduler's SQLAlchemy store, which also keeps its jobs on disk, fires with "
-                f"p99 {median(sqlalchemy['p99_ms']):.1f} ms at {big:,}: it records no runs, only "
-                "each job's next time."
-            )
-        reading.append(text)
-        sql = {n: load_[n].get("apscheduler3-sqlalchemy") for n in sizes}
-        if idle is not None and naive_idle:
-            reading.append(
-                f"**Idle.** With nothing due, Sillo Dash sleeps until the earliest slot (two "
-                f"indexed lookups per pass) and uses {idle:.2f}% of a core at {at:,} schedules"
-                + (
-                    ", heartbeat and resync included"
-                    if sched.get("shape", {}).get("idle_window", 0) > 30
-                    else " (in windows shorter than its 30 s resync)"
-                )
-                + "; the naive loop reads every record every second and uses "
-                f"{median(naive_idle):.0f}%."
-            )
-        burst_text = (
-            f"**Throughput.** A burst of 1,000 due at once is started in "
-            f"{median(load_[at]['sillo']['burst']['all_started_s']):.2f} s at {at:,} schedules "
-            f"({median(load_[at]['sillo']['burst']['runs_per_s']):,.0f} runs/s)"
-        )
-        if aps[at] and sql[at]:
-            burst_text += (
-                f"; APScheduler's memory store needs "
-                f"{median(aps[at]['burst']['all_started_s']):.3f} s (it writes nothing), its "
-                f"SQLAlchemy store {median(sql[at]['burst']['all_started_s']):.2f} s (one UPDATE "
-                "and commit per job)"
-            )
-            ours_rate = median(load_[at]["sillo"]["burst"]["runs_per_s"])
-            theirs_rate = median(sql[at]["burst"]["runs_per_s"])
-            if ours_rate and theirs_rate:
-                lead = "leads" if ours_rate > theirs_rate else "trails"
-                burst_text += (
-                    f": among the designs that keep schedules on disk Sillo Dash {lead}, at "
-                    f"{ours_rate / theirs_rate:.2f}× the SQLAlchemy store's rate while also "
-                    "recording every run"
-                )
-        burst_text += (
-            ". Sillo Dash claims a batch of up to 500 slots in one transaction and writes "
-            "outcomes in batches with one executemany each; what remains is building the run "
-            "records in Python."
-        )
-        if worst >= 1.0:
-            burst_text += (
-                f" The one-second target is missed by {worst - 1:.2f} s at the worst size. What "
-                "would close it: building the run rows without model instances (raw executemany, "
-                "as the outcomes already are), and a second database thread so that writing "
-                "outcomes never delays the next claim."
-            )
-        reading.append(burst_text)
-        memory = sched.get("memory") or {}
-        if memory.get("sillo") and memory.get("apscheduler3-memory"):
-            reading.append(
-                f"**Memory.** Sillo Dash's scheduler holds no schedule in memory "
-                f"({max(memory['sillo']['bytes_per_schedule'], 0):,.0f} bytes per schedule, "
-                "within measurement noise): schedules live in the database and each pass reads "
-                "only the due ones. APScheduler's memory store keeps a job object per schedule "
-                f"({memory['apscheduler3-memory']['bytes_per_schedule']:,.0f} bytes each); the "
-                "naive scan holds every record while it scans."
-            )
-    dash = facts.get("dashboard")
-    if dash:
-        first = dash.get("list, page 1")
-        admin = dash.get("admin changelist, page 1")
-        if first and admin:
-            reading.append(
-                f"**Dashboard.** The list page renders in {median(first['server_ms']):.0f} ms with "
-                f"{median(first['queries']):.0f} queries at 10,000 schedules, on any page and with "
-                "search or filters (the query count does not grow with the page size or the "
-                f"table); the admin changelist takes {median(admin['server_ms']):.0f} ms for twice "
-                "the rows and none of the flags or actions. Both are dominated by template "
-                "rendering, not by the database."
-            )
-    live = facts.get("live")
-    if live:
-        bare, log, listing = (
-            live.get(k) for k in ("bare (no rendering)", "live log", "schedules list")
-        )
-        if bare and log and listing:
-            least = min(v["delivered"] or 0 for v in (bare, log, listing))
-            delivered = (
-                "every stream delivered every event"
-                if least >= 1
-                else f"every stream delivered at least {100 * least:.1f}% of the events"
-            )
-            reading.append(
-                f"**Live views.** With 20 clients at 100 events/s {delivered}; "
-                f"the live log's p99 delay is {median(log['delay_p99_ms']):.0f} ms and the list's "
-                f"{median(listing['delay_p99_ms']):.0f} ms against "
-                f"{median(bare['delay_p99_ms']):.0f} ms for bare forwarding: rendering a row costs "
-                "the difference. The list stream was the weak point before this benchmark: every "
-                "client re-rendered every changed row from the database, and at this load 20 list "
-                "pages received 1.3% of the events, seconds late. A list page now subscribes to "
-                "its own page's schedules only, and its rows are rendered in batches shared by "
-                "every client with the same permissions (docs/dashboard.md)."
-            )
-    hostile = facts.get("hostile")
-    if hostile:
-        cpu, size = hostile["worst_cpu_ms"], hostile["worst_bytes"]
-        reading.append(
-            f"**Hostile input.** The worst preview or builder request a Viewer can send costs "
-            f"{cpu:.0f} ms of CPU and returns {size / 1024:.0f} KB (the review measured 24.7 s "
-            "and 11.6 MB before the limits): a compound `all` search shares one budget of "
-            "steps however deeply it nests, and is refused with that reason when it runs out; "
-            "the builder reads at most the limits' nodes, levels and characters, and refuses "
-            "requests with too many fields before reading them."
-        )
+    if facts.get("next_fire"):
+        reading.append(next_fire_reading(facts["next_fire"]["cases"]))
+    if facts.get("scheduler"):
+        reading += scheduler_reading(facts["scheduler"])
+    if facts.get("dashboard"):
+        reading.append(dashboard_reading(facts["dashboard"]))
+    if facts.get("live"):
+        reading.append(live_reading(facts["live"]))
+    if facts.get("hostile"):
+        reading.append(hostile_reading(facts["hostile"]))
     missed = [row for row in rows if row[2] != MET]
     if missed:
         reading.append(
-            "**Missed or incomplete targets.** "
+            f"**Missed or incomplete targets ({len(missed)} of {len(rows)}).** "
             + " ".join(f"{row[0]}: measured {row[1]}." for row in missed)
         )
+    reading = [text for text in reading if text]
     return table(["target (from the issues)", "measured", "verdict"], rows), "\n\n".join(reading)

@@ -197,7 +197,7 @@ def scheduler_sections(data: dict) -> tuple[str, dict]:
             [
                 SYSTEM_NAMES.get(name, name),
                 *growth,
-                "–" if per is None else f"{max(per, 0):,.0f}",
+                "–" if per is None else f"{per:,.0f}",
                 f"{load_[sizes[-1]][name]['peak_rss_mb']:.0f}",
             ]
         )
@@ -205,7 +205,8 @@ def scheduler_sections(data: dict) -> tuple[str, dict]:
         "### Memory per schedule\n\nResident memory the scheduler process gained from just before "
         "the system started to the end of the idle phase (MB), each run in a fresh process over "
         "records written beforehand. Per schedule: the growth between the smallest and largest "
-        f"runs ÷ the difference in schedules, so what a system holds at any size cancels out. "
+        f"runs ÷ the difference in schedules, so what a system holds at any size cancels out "
+        "(not clamped: below 0 means the smaller run grew more). "
         f"Peak: the process's highest resident size during the {sizes[-1]:,}-schedule run.\n\n"
         + table(
             [
@@ -380,7 +381,11 @@ def hostile_section(data: dict) -> tuple[str, dict]:
         f"{before['bytes'] / 2**20:.1f} MB for the 998-field builder request.\n\n"
         + table(["request", "CPU ms", "KB", "steps", "status"], rows)
     )
-    return text, {"worst_cpu_ms": data["worst_cpu_ms"], "worst_bytes": data["worst_bytes"]}
+    return text, {
+        "worst_cpu_ms": data["worst_cpu_ms"],
+        "worst_bytes": data["worst_bytes"],
+        "before": before,
+    }
 
 
 # ---------------------------------------------------------------- plot

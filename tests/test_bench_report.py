@@ -303,3 +303,30 @@ def test_the_indexed_poll_reads_the_due_index_and_the_naive_scan_every_record() 
         pytest.skip("the benchmark's peers run on SQLite; PostgreSQL plans by table size")
     assert "schedule_due_idx" in polls.due_records(datetime.now(UTC)).explain()
     assert "schedule_due_idx" not in polls.every_record().explain()
+
+
+def test_every_sentence_of_the_reading_outside_background_carries_a_figure() -> None:
+    import re
+
+    sched = figures(p99=12.0, burst=1.4, idle=0.3)
+    sched["load"][1_000] = figures(p99=9.0, burst=0.9, idle=0.2)["load"][10_000]
+    peer = figures(p99=3.0, burst=0.5, idle=0.0)["load"][10_000]["sillo"]
+    for n in (1_000, 10_000):
+        sched["load"][n]["apscheduler3-sqlalchemy"] = peer
+        sched["load"][n]["poll"] = peer
+    sched["memory"] = {"sillo": {"bytes_per_schedule": -3.0, "between": [1_000, 10_000]},
+                       "apscheduler3-memory": {"bytes_per_schedule": 900.0,
+                                               "between": [1_000, 10_000]}}  # fmt: skip
+    cases = [next_fire_case("* * * * *", 1.0, {"median_ms": 5.0, "min_ms": 5.0, "max_ms": 5.0})]
+    hostile = {"worst_cpu_ms": 30.0, "worst_bytes": 50_000, "before": {"cpu_ms": 24_700,
+                                                                       "bytes": 12e6}}  # fmt: skip
+    _, reading = targets_and_reading(
+        {"scheduler": sched, "next_fire": {"cases": cases}, "hostile": hostile}
+    )
+    findings = re.sub(r" _Background \([^)]*\):.*?_(?= |$)", "", reading, flags=re.M)
+    assert "Background" not in findings and "trails" in findings
+    sentences = [s for s in re.split(r"(?<=[.)])\s+(?=\*\*|[A-Z])", findings) if s.strip()]
+    assert len(sentences) >= 8
+    for sentence in sentences:
+        assert re.search(r"\d", sentence), sentence
+    assert "below 0: its process grew more at 1,000 than at 10,000" in reading
