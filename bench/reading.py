@@ -62,10 +62,12 @@ def lateness_reading(load_: dict) -> str:
     ours = {n: median(load_[n]["sillo"]["p99_ms"]) for n in sizes if "sillo" in load_[n]}
     if not ours or None in ours.values():
         return "**Lateness.** Sillo Dash's p99 was not measured at every size in this run."
-    text = (
-        f"**Lateness.** Sillo Dash's p99 is {ours[small]:.1f} ms at {small:,} schedules and "
-        f"{ours[big]:.1f} ms at {big:,} ({times(ours[big], ours[small])} for "
+    text = f"**Lateness.** Sillo Dash's p99 is {ours[small]:.1f} ms at {small:,} schedules"
+    text += (
+        f" and {ours[big]:.1f} ms at {big:,} ({times(ours[big], ours[small])} for "
         f"{big // small:,}× the schedules)."
+        if big != small
+        else "."
     )
     for name, label in (
         ("apscheduler3-memory", "APScheduler's memory store"),

@@ -249,7 +249,7 @@ def postgres_section(data: dict) -> str:
         f"{settings['steady']:,} schedules every {settings['every']:g} s "
         f"({settings['steady'] / settings['every']:.0f} runs/s) and bursts of "
         f"{settings['burst']:,}, with {' and '.join(map(str, settings['counts']))} "
-        "`runscheduler` processes on one throwaway "
+        "`runscheduler` process(es) on one throwaway "
         f"PostgreSQL ({postgres_settings(settings)}). The task runs in a worker process (the "
         "default) and its body notes when it started: lateness is that start minus the slot, "
         "and every figure here comes from those notes, not from the run table. Windows and "
