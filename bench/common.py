@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import statistics
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+
+from provenance import provenance
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -50,38 +51,12 @@ def summary(values: Iterable[float | None]) -> dict | None:
     }
 
 
-def machine() -> dict:
-    """The facts that decide whether two reports can be compared."""
-    model = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    memory = 0
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                memory = int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return {
-        "cpus": os.cpu_count(),
-        "cpu_model": model or platform.processor() or platform.machine(),
-        "memory_gb": round(memory / 2**30, 1) if memory else None,
-        "python": platform.python_version(),
-        "implementation": platform.python_implementation(),
-        "system": f"{platform.system()} {platform.release()} {platform.machine()}",
-    }
-
-
 def write_results(path: Path | None, benchmark: str, settings: dict, figures: dict) -> None:
     if path is None:
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    document = {"benchmark": benchmark, "machine": machine(), "settings": settings, **figures}
+    found = provenance(Path(tempfile.gettempdir()))
+    document = {"benchmark": benchmark, **found, "settings": settings, **figures}
     path.write_text(json.dumps(document, indent=1, default=str))
 
 

@@ -3,8 +3,9 @@
 The systems (bench/scheduler_systems.py), on the same machine and workload of
 no-op async tasks: this project's scheduler on SQLite; APScheduler 3's
 AsyncIOScheduler with its memory job store, and with its SQLAlchemy job store
-on the same SQLite file; and a naive baseline that wakes every second and
-reads every schedule record.
+on the same SQLite file; a naive baseline that wakes every second and
+reads every schedule record; and a fair simple peer that wakes every second
+and reads only the due records through an index (`next_run_at <= now`).
 
 Each (system, n) run starts a fresh process over records this process wrote,
 holding n steady schedules plus 1,000 burst schedules, and goes through:
@@ -48,7 +49,8 @@ from common import (  # noqa: E402
     summary,
     write_results,
 )
-from scheduler_systems import SYSTEMS, WORKDIR, Plan, executions  # noqa: E402
+from django.db import connection  # noqa: E402
+from scheduler_systems import DURABILITY, SYSTEMS, WORKDIR, Plan, executions  # noqa: E402
 
 RATE = 100.0  # steady runs per second, whatever the number of schedules
 BURST = 1_000  # schedules due at the same instant in each burst
@@ -108,6 +110,7 @@ SETUP_PER_SCHEDULE = {
     "sillo": 5e-5,
     "sillo-inline": 5e-5,
     "naive": 5e-5,
+    "poll": 5e-5,
     "apscheduler3-memory": 5e-5,
     "apscheduler3-sqlalchemy": 7e-5,
 }
@@ -129,9 +132,11 @@ def timeline_for(system: str, n: int, shape: Shape) -> Timeline:
 def child(system: str, timeline: Timeline) -> dict:
     """Run one system over its prepared records through the phases; report raw figures."""
     plan = timeline.plan()
+    durability = DURABILITY[system]()
+    connection.close()  # the system opens its own
     gc.collect()
     before = process_memory()["VmRSS"]
-    found: dict = {"rss_before": before}
+    found: dict = {"rss_before": before, "durability": durability}
 
     async def phases(ready: float) -> None:
         found["ready"] = ready
@@ -226,6 +231,7 @@ def one_run(system: str, n: int, shape: Shape) -> dict:
     measure_from = max(timeline.first, raw["ready"]) + shape.warmup
     return {
         "setup_overran_s": max(0.0, raw["ready"] - timeline.first),
+        "durability": raw["durability"],
         "idle_cpu_percent": summary(raw["idle_cpu_percent"]),
         "rss_growth_bytes": raw["rss_idle"] - raw["rss_before"],
         "peak_rss_mb": raw["peak_rss"] / 2**20,
@@ -290,9 +296,11 @@ def main() -> None:
         for system in systems:
             load[n][system] = one_run(system, n, shape)
             print(line(n, system, load[n][system]), flush=True)
+    # As read back in each system's process; the same at every size.
+    durability = {system: load[sizes[0]][system]["durability"] for system in systems}
     settings = {"rate": RATE, "burst": BURST, "sizes": sizes, "systems": systems,
-                "database": "SQLite (WAL)", "shape": asdict(shape),
-                "quick": args.quick}  # fmt: skip
+                "database": "SQLite", "durability": {"SQLite": durability},
+                "shape": asdict(shape), "quick": args.quick}  # fmt: skip
     figures = {"load": load, "memory": memory_per_schedule(load) if len(sizes) > 1 else {}}
     write_results(args.json, "scheduler", settings, figures)
 

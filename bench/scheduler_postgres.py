@@ -1,12 +1,16 @@
 """Several schedulers on PostgreSQL: lateness and throughput with 1, 2 and 4 processes.
 
-Starts a throwaway PostgreSQL (as the test suite does), writes the schedules,
-runs N `manage.py runscheduler` processes side by side, stops them with
-SIGTERM and reads everything from the run records:
+Starts a throwaway PostgreSQL (as the test suite does, but with fsync and
+synchronous_commit on), writes the schedules, runs N `manage.py runscheduler`
+processes side by side and stops them with SIGTERM. The task's body notes its
+code and start time (in a worker process, the default isolation); everything
+is read from those notes, not from the run table:
 
 - steady: 2,000 schedules every 10 s (200 runs/s), slots spread evenly;
-  lateness (start minus slot) per window after a warm-up, each window a
-  repetition; every slot must run exactly once;
+  lateness (the task's start minus its slot) per window after a warm-up, each
+  window a repetition; every slot must run exactly once: a slot whose body ran
+  twice is counted (evidence the run table's unique constraint cannot hide),
+  and so are the schedulers' own logged unique-slot conflicts;
 - bursts: sets of 1,000 schedules, each set due at one instant; seconds until
   the last run of a set started, each set a repetition.
 
@@ -23,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -37,7 +42,13 @@ from common import ROOT, benchmark_options, percentile, summary, write_results  
 from tests.production_profile import postgres  # noqa: E402
 
 STEADY, EVERY = 2_000, 10.0
+# Its body notes its code and start time in SILLO_BENCH_EXECUTIONS (bench/benchapp/tasks.py).
+TASK = "bench.noop_worker"
+# What the scheduler logs when the unique (schedule, slot, attempt) safety net fires
+# (schedules/scheduler/claims.py): a second claim of one slot that reached the table.
+UNIQUE_CONFLICT = "already has a run; skipped"
 BURST = 1_000
+BURST_TAIL = 6.0  # seconds after the last burst's window to wait for its last run
 COUNTS = (1, 2, 4)
 QUICK = {"lead": 3.0, "warmup": 1.0, "windows": 2, "window": 1.5, "bursts": 2, "burst_every": 2.0}
 FULL = {"lead": 5.0, "warmup": 2.0, "windows": 8, "window": 3.0, "bursts": 4, "burst_every": 4.0}
@@ -51,13 +62,34 @@ def schedule_row(code: str, anchor: datetime, every: float):
     spec = {"kind": "interval", "every": every, "jitter": 0.0, "anchor": anchor.isoformat(),
             "seed": code}  # fmt: skip
     return Schedule(
-        code=code, task_name="demo.heartbeat", trigger=spec, tz="UTC", max_attempts=1,
+        code=code, task_name=TASK, kwargs={"code": code}, trigger=spec, tz="UTC", max_attempts=1,
         retry_delay=10, max_instances=1, overlap="skip", misfire="skip", misfire_grace=3600,
         next_run_at=anchor,
     )  # fmt: skip
 
 
-def run_case(url: str, env: dict, schedulers: int, shape: dict) -> dict:
+# Read back from the server, not assumed from how it was started.
+SERVER_SETTINGS = ("server_version", "fsync", "synchronous_commit", "full_page_writes",
+                   "wal_sync_method")  # fmt: skip
+
+
+def server_settings(db) -> dict:
+    return {name: db.execute(f"SHOW {name}").fetchone()[0] for name in SERVER_SETTINGS}
+
+
+def read_executions(path: Path) -> list[tuple[str, float]]:
+    """(code, epoch seconds) of every task body that ran (bench/benchapp/tasks.py)."""
+    if not path.exists():
+        return []
+    found = []
+    for line in path.read_text().splitlines():
+        code, _, at = line.partition(" ")
+        if at:
+            found.append((code, float(at)))
+    return found
+
+
+def run_case(url: str, env: dict, schedulers: int, shape: dict, folder: Path) -> dict:
     first = datetime.now(UTC) + timedelta(seconds=shape["lead"])
     measured = first + timedelta(seconds=shape["warmup"])
     burst_at = measured + timedelta(seconds=shape["windows"] * shape["window"] + 0.5)
@@ -75,39 +107,57 @@ def run_case(url: str, env: dict, schedulers: int, shape: dict) -> dict:
     from schedules.models import Schedule
 
     Schedule.objects.bulk_create(rows, batch_size=1000)
-    processes = [
-        subprocess.Popen(
-            [sys.executable, str(ROOT / "manage.py"), "runscheduler"],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        for _ in range(schedulers)
-    ]
+    executions = folder / f"executions-{schedulers}.txt"
+    executions.unlink(missing_ok=True)
+    logs = [folder / f"scheduler-{schedulers}-{i}.log" for i in range(schedulers)]
+    processes = []
+    for log in logs:
+        with log.open("w") as output:
+            processes.append(
+                subprocess.Popen(
+                    [sys.executable, str(ROOT / "manage.py"), "runscheduler"],
+                    env={**env, "SILLO_BENCH_EXECUTIONS": str(executions)},
+                    stdout=subprocess.DEVNULL,
+                    stderr=output,
+                )  # fmt: skip
+            )
     ends = burst_at + timedelta(seconds=shape["bursts"] * shape["burst_every"] + 1.0)
     time.sleep(max(0.0, (ends - datetime.now(UTC)).total_seconds()))
+    # Slower than the bursts: a few more seconds to start them all (as on SQLite).
+    deadline = time.monotonic() + BURST_TAIL
+    wanted = shape["bursts"] * BURST
+    while time.monotonic() < deadline:
+        if sum(1 for code, _ in read_executions(executions) if code[0] == "b") >= wanted:
+            break
+        time.sleep(0.2)
     for process in processes:
         process.send_signal(signal.SIGTERM)
     for process in processes:
         process.wait(60)
-    with psycopg.connect(url, autocommit=True) as db:
-        records = db.execute(
-            "SELECT schedule_code, slot, EXTRACT(EPOCH FROM started_at - slot) FROM schedules_run "
-            "WHERE reason = 'scheduled' AND started_at IS NOT NULL"
-        ).fetchall()
-        duplicates = db.execute(
-            "SELECT count(*) FROM (SELECT schedule_id, slot FROM schedules_run "
-            "GROUP BY schedule_id, slot HAVING count(*) > 1) d"
-        ).fetchone()[0]
+    return figures(read_executions(executions), logs, schedulers, shape, first, burst_at)
+
+
+def figures(executions, logs, schedulers, shape, first, burst_at) -> dict:
+    """Lateness from the task bodies (when each task started, not when its slot was
+    claimed), and slots run twice counted from the same evidence: how many times
+    each slot's body ran, whatever the run table holds."""
+    first_s, measured_s = first.timestamp(), first.timestamp() + shape["warmup"]
+    burst_s = burst_at.timestamp()
     windows: list[list[float]] = [[] for _ in range(shape["windows"])]
     bursts: list[list[float]] = [[] for _ in range(shape["bursts"])]
-    for code, slot, late in records:
+    ran: Counter = Counter()
+    for code, at in executions:
         if code.startswith("b"):
-            bursts[int(code[1:].split(".")[0])].append(float(late))
-            continue
-        index = int((slot - measured).total_seconds() // shape["window"])
-        if 0 <= index < shape["windows"]:
-            windows[index].append(float(late))
+            k = int(code[1:].split(".")[0])
+            slot = burst_s + k * shape["burst_every"]
+            bursts[k].append(at - slot)
+        else:
+            anchor = first_s + EVERY * int(code[1:]) / STEADY
+            slot = anchor + ((at - anchor) // EVERY) * EVERY
+            index = int((slot - measured_s) // shape["window"])
+            if 0 <= index < shape["windows"]:
+                windows[index].append(at - slot)
+        ran[code, round(slot, 3)] += 1
     done = [max(b) if len(b) == BURST else None for b in bursts]
     return {
         "schedulers": schedulers,
@@ -116,7 +166,8 @@ def run_case(url: str, env: dict, schedulers: int, shape: dict) -> dict:
         "p50_ms": summary(percentile(w, 0.5) * 1000 if w else None for w in windows),
         "p99_ms": summary(percentile(w, 0.99) * 1000 if w else None for w in windows),
         "max_ms": summary(max(w) * 1000 if w else None for w in windows),
-        "duplicate_slots": duplicates,
+        "executed_twice": sum(1 for count in ran.values() if count > 1),
+        "unique_conflicts": sum(log.read_text().count(UNIQUE_CONFLICT) for log in logs),
         "burst": {
             "started": [len(b) for b in bursts],
             "all_started_s": summary(done),
@@ -127,17 +178,21 @@ def run_case(url: str, env: dict, schedulers: int, shape: dict) -> dict:
 
 def main() -> None:
     parser = benchmark_options(__doc__, quick="shorter phases")
+    parser.add_argument("--counts", default=",".join(map(str, COUNTS)), help="schedulers")
     args = parser.parse_args()
+    counts = [int(n) for n in args.counts.split(",")]
     shape = QUICK if args.quick else FULL
     folder = Path(tempfile.mkdtemp(prefix="sillo-bench-pg-"))
     print(f"PostgreSQL: {STEADY} schedules every {EVERY:g}s ({STEADY / EVERY:.0f} runs/s) and "
           f"bursts of {BURST}; {shape}", flush=True)  # fmt: skip
     results = []
-    with postgres() as server:
+    with postgres(durable=True) as server:
         url = server.rsplit("/", 1)[0] + "/sillo_bench"
         with psycopg.connect(server, autocommit=True) as db:
             db.execute("CREATE DATABASE sillo_bench")
-        env = {**os.environ, "DATABASE_URL": url, "DJANGO_SETTINGS_MODULE": "sillo_dash.settings",
+            durability = server_settings(db)
+        print(f"PostgreSQL {durability}", flush=True)
+        env = {**os.environ, "DATABASE_URL": url, "DJANGO_SETTINGS_MODULE": "bench.settings",
                "SILLO_DATA_DIR": str(folder), "DJANGO_LOG_LEVEL": "WARNING"}  # fmt: skip
         env.pop("REDIS_URL", None)
         subprocess.run([sys.executable, str(ROOT / "manage.py"), "migrate"], env=env, check=True,
@@ -146,19 +201,21 @@ def main() -> None:
         os.environ.update({k: env[k] for k in ("DATABASE_URL", "DJANGO_SETTINGS_MODULE",
                                                "SILLO_DATA_DIR")})  # fmt: skip
         django.setup()
-        for count in COUNTS:
-            row = run_case(url, env, count, shape)
+        for count in counts:
+            row = run_case(url, env, count, shape, folder)
             results.append(row)
             p99, burst = row["p99_ms"], row["burst"]["all_started_s"]
             print(
                 f"{count} scheduler(s): {row['runs']}/{row['expected']} runs, p99 "
-                f"{p99['median'] if p99 else float('nan'):.1f} ms, slots run twice "
-                f"{row['duplicate_slots']}; bursts started {row['burst']['started']}, the last "
+                f"{p99['median'] if p99 else float('nan'):.1f} ms, slots executed twice "
+                f"{row['executed_twice']}, unique-slot conflicts {row['unique_conflicts']}; "
+                f"bursts started {row['burst']['started']}, the last "
                 f"after {burst['median'] if burst else float('nan'):.2f}s",
                 flush=True,
             )
-    settings = {"steady": STEADY, "every": EVERY, "burst": BURST, "counts": COUNTS,
-                "database": "PostgreSQL", "shape": shape, "quick": args.quick}  # fmt: skip
+    settings = {"steady": STEADY, "every": EVERY, "burst": BURST, "counts": counts,
+                "database": "PostgreSQL", "durability": {"PostgreSQL": {"sillo": durability}},
+                "shape": shape, "quick": args.quick}  # fmt: skip
     write_results(args.json, "scheduler_postgres", settings, {"cases": results})
 
 

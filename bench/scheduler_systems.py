@@ -48,13 +48,59 @@ django.setup()
 # APScheduler logs each coroutine it cancels at shutdown; that is not a result.
 logging.getLogger("apscheduler").setLevel(logging.CRITICAL)
 
+from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 
 import schedules  # noqa: E402
+from bench.benchapp import polls  # noqa: E402
 from schedules.models import Schedule  # noqa: E402
 from schedules.scheduler.engine import Scheduler  # noqa: E402
 from schedules.timing import Interval  # noqa: E402
+
+# Every system that keeps its records on disk runs with the product's own SQLite
+# settings (journal mode and synchronous), so none buys speed with less durability.
+SQLITE_PRAGMAS = settings.DATABASES["default"]["OPTIONS"]["init_command"]
+SYNCHRONOUS = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
+
+
+def sqlite_engine():
+    """APScheduler's SQLAlchemy engine on the benchmark's file, with SQLITE_PRAGMAS."""
+    from sqlalchemy import create_engine, event
+
+    engine = create_engine(f"sqlite:///{DATABASE}")
+
+    @event.listens_for(engine, "connect")
+    def same_durability(dbapi_connection, _record) -> None:
+        dbapi_connection.executescript(SQLITE_PRAGMAS)
+
+    return engine
+
+
+def _pragmas(cursor) -> dict:
+    """The settings a connection really has, read back rather than assumed."""
+    journal = cursor.execute("PRAGMA journal_mode").fetchone()[0]
+    level = cursor.execute("PRAGMA synchronous").fetchone()[0]
+    return {"journal_mode": journal, "synchronous": SYNCHRONOUS.get(level, level)}
+
+
+def django_durability() -> dict:
+    with connection.cursor() as cursor:
+        return _pragmas(cursor)
+
+
+def sqlalchemy_durability() -> dict:
+    engine = sqlite_engine()
+    raw = engine.raw_connection()
+    try:
+        return _pragmas(raw.cursor())
+    finally:
+        raw.close()
+        engine.dispose()
+
+
+def in_memory() -> dict:
+    return {"storage": "memory only (nothing on disk)"}
 
 
 class Executions(list):
@@ -170,7 +216,7 @@ def sqlalchemy_jobs(plan: Plan) -> None:
     staging = BackgroundScheduler(timezone="UTC")
     staging.start(paused=True)
     aps_jobs(staging, plan)
-    store = SQLAlchemyJobStore(url=f"sqlite:///{DATABASE}")
+    store = SQLAlchemyJobStore(engine=sqlite_engine())
     store.jobs_t.create(store.engine, checkfirst=True)
     rows = [
         {
@@ -228,13 +274,12 @@ async def run_aps_memory(plan: Plan, phases: Phases) -> None:
 async def run_aps_sqlalchemy(plan: Plan, phases: Phases) -> None:
     from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
 
-    await _run_aps(plan, phases, SQLAlchemyJobStore(url=f"sqlite:///{DATABASE}"))
+    await _run_aps(plan, phases, SQLAlchemyJobStore(engine=sqlite_engine()))
 
 
-def naive_scan(now: datetime) -> list[str]:
-    """Read every active schedule, take the due ones, save their next slot."""
+def take_due(records, now: datetime) -> list[str]:
+    """Of these records, take the due ones and save their next slot."""
     due, changed = [], []
-    records = Schedule.objects.filter(status="active").only("id", "code", "trigger", "next_run_at")
     for schedule in records:
         if schedule.next_run_at <= now:
             due.append(schedule.code)
@@ -246,15 +291,25 @@ def naive_scan(now: datetime) -> list[str]:
     return due
 
 
-async def run_naive(plan: Plan, phases: Phases) -> None:
-    """Wake every second, scan every record, start the due ones (no run log)."""
+def naive_scan(now: datetime) -> list[str]:
+    """Read every active schedule, take the due ones, save their next slot."""
+    return take_due(polls.every_record(), now)
+
+
+def indexed_poll(now: datetime) -> list[str]:
+    """Read only the due schedules, through the due index; take them, save their next slot."""
+    return take_due(polls.due_records(now), now)
+
+
+async def every_second(read: Callable[[datetime], list[str]], phases: Phases) -> None:
+    """Wake every second, read the due schedules with `read`, start them (no run log)."""
     loop = asyncio.get_running_loop()
     running: set[asyncio.Task] = set()
 
     async def forever() -> None:
         while True:
             tick = time.monotonic()
-            for code in await loop.run_in_executor(None, naive_scan, datetime.now(UTC)):
+            for code in await loop.run_in_executor(None, read, datetime.now(UTC)):
                 task = asyncio.create_task(noop(code=code))
                 running.add(task)
                 task.add_done_callback(running.discard)
@@ -265,6 +320,16 @@ async def run_naive(plan: Plan, phases: Phases) -> None:
     scanner.cancel()
 
 
+async def run_naive(plan: Plan, phases: Phases) -> None:
+    """Wake every second, scan every record, start the due ones."""
+    await every_second(naive_scan, phases)
+
+
+async def run_poll(plan: Plan, phases: Phases) -> None:
+    """Wake every second, read the due records through an index, start them."""
+    await every_second(indexed_poll, phases)
+
+
 # name -> (prepare, run)
 SYSTEMS: dict[str, tuple[Callable[[Plan], None], Callable[[Plan, Phases], Awaitable[None]]]] = {
     "sillo": (worker_schedule_rows, run_sillo),
@@ -272,4 +337,14 @@ SYSTEMS: dict[str, tuple[Callable[[Plan], None], Callable[[Plan, Phases], Awaita
     "apscheduler3-memory": (nothing, run_aps_memory),
     "apscheduler3-sqlalchemy": (sqlalchemy_jobs, run_aps_sqlalchemy),
     "naive": (schedule_rows, run_naive),
+    "poll": (schedule_rows, run_poll),
+}
+# name -> how its storage is set up, read back from a connection made as the system makes it
+DURABILITY: dict[str, Callable[[], dict]] = {
+    "sillo": django_durability,
+    "sillo-inline": django_durability,
+    "apscheduler3-memory": in_memory,
+    "apscheduler3-sqlalchemy": sqlalchemy_durability,
+    "naive": django_durability,
+    "poll": django_durability,
 }

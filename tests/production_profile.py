@@ -47,7 +47,7 @@ def _as_postgres(args: list[str]) -> list[str]:
 
 
 @contextlib.contextmanager
-def postgres() -> Iterator[str]:
+def postgres(*, durable: bool = False) -> Iterator[str]:
     initdb, pg_ctl = find("initdb"), find("pg_ctl")
     if not initdb or not pg_ctl:
         raise FileNotFoundError("initdb/pg_ctl not found (apt-get install postgresql)")
@@ -61,8 +61,10 @@ def postgres() -> Iterator[str]:
         _as_postgres([initdb, "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8"]),
         check=True, capture_output=True,
     )  # fmt: skip
+    # Tests trade durability for speed; benchmarks measure what production runs (durable).
+    durability = "-c fsync=on -c synchronous_commit=on" if durable else "-c fsync=off"
     options = (
-        f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
+        f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 {durability} -c max_connections=200"
     )
     start = [pg_ctl, "-D", str(data), "-l", str(folder / "log"), "-o", options, "-w", "start"]
     subprocess.run(_as_postgres(start), check=True, capture_output=True)
