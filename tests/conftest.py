@@ -63,6 +63,17 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
+# Tests that touch no database and no channel layer: the production pass would
+# repeat them unchanged, so they run once, in the SQLite pass.
+PURE = ("tests/timing/", "tests/test_architecture.py", "tests/test_bench_report.py")
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    path = str(item.path).replace("\\", "/")
+    if any(part in path for part in PURE) and not item.get_closest_marker("django_db"):
+        item.add_marker(pytest.mark.pure)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Browser tests last: Playwright's session keeps an event loop running in this

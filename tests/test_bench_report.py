@@ -291,16 +291,13 @@ def test_slots_run_twice_are_counted_from_the_task_bodies_and_the_schedulers_log
     assert found["burst"]["started"] == [1]
 
 
+@pytest.mark.sqlite  # the benchmark's peers run on SQLite; PostgreSQL plans by table size
 @pytest.mark.django_db
 def test_the_indexed_poll_reads_the_due_index_and_the_naive_scan_every_record() -> None:
     from datetime import UTC, datetime
 
-    from django.db import connection
-
     from bench.benchapp import polls
 
-    if connection.vendor != "sqlite":
-        pytest.skip("the benchmark's peers run on SQLite; PostgreSQL plans by table size")
     assert "schedule_due_idx" in polls.due_records(datetime.now(UTC)).explain()
     assert "schedule_due_idx" not in polls.every_record().explain()
 
