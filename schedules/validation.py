@@ -170,10 +170,17 @@ def signature_problem(func: Any, kwargs: object) -> str:
     if not isinstance(kwargs, dict):
         return "kwargs: must be a JSON object"
     names = tuple(kwargs)
+    if sum(len(str(name)) for name in names) > CACHED_NAMES_MAX_CHARS:
+        return _bind_problem(func, names)  # a request's odd kwargs must not fill the cache
     try:
         return _names_problem(func, names)
-    except TypeError:  # an unhashable callable (or a key that is not a string): no cache
+    except TypeError:  # an unhashable callable: no cache
         return _bind_problem(func, names)
+
+
+# Sets of kwargs names longer than this are checked without the cache: it holds a
+# schedule's usual names, not whatever an editor's request may send (4,096 entries).
+CACHED_NAMES_MAX_CHARS = 500
 
 
 @lru_cache(maxsize=4096)

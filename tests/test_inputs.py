@@ -54,3 +54,23 @@ def test_zones() -> None:
     assert inputs.zone_problem("") == ""
     assert inputs.zone_problem("Europe/Berlin") == ""
     assert inputs.zone_problem("Europe/Berln") == "unknown time zone 'Europe/Berln'"
+
+
+def test_a_signature_check_is_the_same_from_the_cache_and_a_request_cannot_fill_it() -> None:
+    from schedules import validation
+
+    def task(region: str, *, dry_run: bool = False) -> None: ...
+
+    for _ in range(2):  # the second answer comes from the cache
+        assert validation.signature_problem(task, {"region": "eu"}) == ""
+        assert validation.signature_problem(task, {"dry_run": 1}) == (
+            "kwargs: missing a required argument: 'region'"
+        )
+        assert validation.signature_problem(task, {"region": 1, "extra": 2}) == (
+            "kwargs: got an unexpected keyword argument 'extra'"
+        )
+    assert validation.signature_problem(task, {1: "x"}) == "kwargs: keywords must be strings"
+    cached = validation._names_problem.cache_info().currsize
+    huge = {f"k{i:05d}": 0 for i in range(5000)}  # an editor's request, not a schedule
+    assert validation.signature_problem(task, huge).startswith("kwargs: ")
+    assert validation._names_problem.cache_info().currsize == cached
