@@ -38,7 +38,7 @@ class RateMode(models.TextChoices):
 
 
 class Dispatch(models.TextChoices):
-    INLINE = "inline", "in the scheduler"
+    INLINE = "inline", "by the scheduler"  # to its own worker processes (or inline tasks)
     ENQUEUE = "enqueue", "on the worker pool"
 
 

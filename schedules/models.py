@@ -228,7 +228,10 @@ class Schedule(models.Model):
         max_length=16,
         choices=Dispatch.choices,
         default=Dispatch.INLINE,
-        help_text="where task bodies run: in the scheduler, or enqueued on Django's TASKS backend",
+        help_text=(
+            "who starts the runs: the scheduler (in its worker processes), "
+            "or Django's TASKS backend (its own workers)"
+        ),
     )
     # Follow-ups (docs/chains.md), by schedule code: queued in the transaction that
     # records a run's final outcome. Codes, not foreign keys, so a code default can
