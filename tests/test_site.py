@@ -32,6 +32,15 @@ def test_login_page_is_public(client) -> None:
     assert b'name="password"' in response.content
 
 
+def test_pages_name_an_icon_that_exists(client) -> None:
+    """Browsers ask for /favicon.ico (a 404 in every console) unless a page names an icon."""
+    from django.contrib.staticfiles import finders
+
+    page = client.get("/login/").content.decode()
+    assert 'rel="icon" href="/static/schedules/img/favicon.svg"' in page
+    assert finders.find("schedules/img/favicon.svg")
+
+
 def test_admin_requires_staff(client) -> None:
     assert client.get("/admin/").status_code == 302
 
