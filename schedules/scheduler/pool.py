@@ -43,6 +43,10 @@ logger = logging.getLogger(__name__)
 STARTUP_TIMEOUT = 60.0  # seconds a new worker may take to set Django up
 
 
+# Workers a run is sent to before its worker's death is its failure (see _deliver).
+DELIVERY_TRIES = 3
+
+
 class WorkerDied(Exception):
     """The worker process ended while executing the run; the message says how."""
 
@@ -161,8 +165,8 @@ class WorkerPool:
         reaches `output`.
         """
         level = False if output is None else capture_level
+        worker = await self._deliver(worker, (task_name, kwargs, result_limit, level))
         try:
-            worker.conn.send((task_name, kwargs, result_limit, level))
             while True:
                 reply = await self._receive(worker)
                 if "output" not in reply:
@@ -184,6 +188,27 @@ class WorkerPool:
             worker.retire = True
         self.release(worker)
         return reply
+
+    async def _deliver(self, worker: Worker, request: tuple) -> Worker:
+        """Send a run to its worker; returns the worker that has it.
+
+        A worker killed while idle (the OOM killer, kill -9) can still look alive
+        until the fork server reports its death, and a send to it fails: the run
+        never reached it, so it goes to another worker rather than failing.
+        """
+        for _ in range(DELIVERY_TRIES - 1):
+            try:
+                worker.conn.send(request)
+                return worker
+            except OSError:
+                await asyncio.shield(self._stop(worker))
+                worker = await self.acquire()
+        try:
+            worker.conn.send(request)
+        except OSError as exc:
+            await asyncio.shield(self._stop(worker))
+            raise WorkerDied(child.exit_description(worker.process.exitcode)) from exc
+        return worker
 
     async def acquire(self) -> Worker:
         """An idle worker, or a new one (ready: Django set up), waiting while all

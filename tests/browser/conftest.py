@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import PASSWORD, Site, free_port
+from tests.e2e.conftest import PASSWORD, Site, free_port, rarely
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -66,7 +66,7 @@ def server(tmp_path_factory):
     site.add_user("viewer", "Viewers")
     site.schedules(
         [
-            ("slow-report", "test.sleep", {"kind": "interval", "every": 3600},
+            ("slow-report", "test.sleep", rarely(),
              {"kwargs": {"seconds": 1.5}}),
             ("ghost", "no.such.task", {"kind": "interval", "every": 60}, {}),
             ("twin", "test.twin", {"kind": "interval", "every": 60}, {}),

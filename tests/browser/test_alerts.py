@@ -6,7 +6,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.alerts.receiver import Receiver
-from tests.e2e.conftest import Site
+from tests.e2e.conftest import Site, rarely
 
 from .conftest import htmx_idle, log_in, serve
 
@@ -30,7 +30,7 @@ def server(tmp_path_factory, receiver):
     site.manage("collectstatic", "--noinput", "-v0")
     site.add_user("operator", "Editors")
     site.add_user("viewer", "Viewers")
-    site.schedules([("report", "test.echo", {"kind": "interval", "every": 3600}, {})])
+    site.schedules([("report", "test.echo", rarely(), {})])
     site.python(
         "from schedules.models import Channel\n"
         f"Channel.objects.create(name='local hook', kind='webhook', url='{receiver.url}/hook')"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.conftest import Site
+from tests.e2e.conftest import Site, rarely
 
 from .conftest import ARTIFACTS, htmx_idle, log_in, serve
 
@@ -28,7 +28,7 @@ def server(tmp_path_factory):
     site.add_user("operator", "Operators")
     site.add_user("second", "Operators")
     site.add_user("editor", "Editors")
-    hourly = {"kind": "interval", "every": 3600}
+    hourly = rarely()
     site.schedules(
         [
             ("talker", "test.chatty", hourly, {"kwargs": {"words": "live", "hold": 4}}),

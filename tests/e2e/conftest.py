@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 import uuid
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import psycopg
@@ -19,6 +20,14 @@ from tests.production_profile import free_port  # noqa: F401  (shared by the e2e
 
 ROOT = Path(__file__).resolve().parents[2]
 PASSWORD = "a-long-test-password"
+
+
+def rarely() -> dict:
+    """An hourly trigger whose first slot is six hours away, for schedules a test runs by
+    hand: plain hourly slots fall at every whole hour, and a test that crossed one got
+    a scheduled run (or a skip) it did not ask for."""
+    anchor = datetime.now(UTC) + timedelta(hours=6)
+    return {"kind": "interval", "every": 3600, "anchor": anchor.isoformat()}
 
 
 class Site:

@@ -17,13 +17,12 @@ import pytest
 
 from tests.factories import alive
 
-from .conftest import free_port
+from .conftest import free_port, rarely
 from .test_runscheduler import parse
 
 pytestmark = pytest.mark.slow
 
 EVERY_SECOND = {"kind": "interval", "every": 1}
-RARELY = {"kind": "interval", "every": 3600}
 
 
 def run_now(site, *codes: str) -> None:
@@ -85,11 +84,11 @@ def serve(site) -> tuple[subprocess.Popen, str]:
 def test_any_way_a_task_dies_fails_only_its_run_and_the_server_keeps_serving(site) -> None:
     site.schedules(
         [
-            ("exits", "test.sys_exit", RARELY, {}),
-            ("interrupts", "test.keyboard_interrupt", RARELY, {}),
-            ("escapes", "test.base_exception", RARELY, {}),
-            ("os-exits", "test.os_exit", RARELY, {}),
-            ("segfaults", "test.segfault", RARELY, {}),
+            ("exits", "test.sys_exit", rarely(), {}),
+            ("interrupts", "test.keyboard_interrupt", rarely(), {}),
+            ("escapes", "test.base_exception", rarely(), {}),
+            ("os-exits", "test.os_exit", rarely(), {}),
+            ("segfaults", "test.segfault", rarely(), {}),
             ("tick", "test.echo", EVERY_SECOND, {}),
         ]
     )
@@ -130,7 +129,7 @@ def test_any_way_a_task_dies_fails_only_its_run_and_the_server_keeps_serving(sit
 def test_a_blocking_async_task_is_stopped_at_its_timeout_and_nothing_else_waits(site) -> None:
     site.schedules(
         [
-            ("blocks", "test.blocking_async", RARELY, {"kwargs": {"seconds": 15}, "timeout": 2}),
+            ("blocks", "test.blocking_async", rarely(), {"kwargs": {"seconds": 15}, "timeout": 2}),
             ("tick", "test.echo", EVERY_SECOND, {}),
         ]
     )
@@ -215,7 +214,7 @@ def test_replace_never_lets_more_than_max_instances_execute(site) -> None:
 
 def test_an_operator_cancel_from_the_cli_stops_the_run_within_two_seconds(site) -> None:
     folder = markers(site)
-    site.schedule("long", "test.hold", RARELY, kwargs={"marker_dir": str(folder), "seconds": 60})
+    site.schedule("long", "test.hold", rarely(), kwargs={"marker_dir": str(folder), "seconds": 60})
     process = site.start()
     run_now(site, "long")
     wait_until(lambda: pids_started(folder))
@@ -235,8 +234,8 @@ def test_an_operator_cancel_from_the_cli_stops_the_run_within_two_seconds(site) 
 
 def test_sigterm_with_a_hung_task_exits_within_grace_plus_five_seconds(site) -> None:
     folder = markers(site)
-    site.schedule("stuck", "test.stubborn", RARELY, kwargs={"seconds": 120})
-    site.schedule("held", "test.hold", RARELY, kwargs={"marker_dir": str(folder), "seconds": 120})
+    site.schedule("stuck", "test.stubborn", rarely(), kwargs={"seconds": 120})
+    site.schedule("held", "test.hold", rarely(), kwargs={"marker_dir": str(folder), "seconds": 120})
     process = site.start()
     run_now(site, "stuck", "held")
     wait_until(lambda: pids_started(folder))
@@ -261,7 +260,7 @@ def test_health_answers_while_every_worker_is_busy_and_says_runs_wait(site) -> N
     site.env["SILLO_WORKER_BACKLOG"] = "0"  # no run waits in the scheduler: it stays queued
     site.schedules(
         [
-            (f"hold{i}", "test.hold", RARELY, {"kwargs": {"marker_dir": str(folder)}})
+            (f"hold{i}", "test.hold", rarely(), {"kwargs": {"marker_dir": str(folder)}})
             for i in range(2)
         ]
     )

@@ -18,7 +18,7 @@ from http.cookiejar import CookieJar
 
 import pytest
 
-from .conftest import PASSWORD
+from .conftest import PASSWORD, rarely
 
 pytestmark = [
     pytest.mark.production,
@@ -166,7 +166,7 @@ def test_a_run_event_reaches_a_browser_socket_on_another_process_through_redis(s
     site.env["DJANGO_SECURE_COOKIES"] = "false"  # plain http on 127.0.0.1
     site.manage("collectstatic", "--noinput", "-v0")
     site.add_user("watcher", "Viewers")
-    site.schedule("pinged", "test.echo", {"kind": "interval", "every": 3600})
+    site.schedule("pinged", "test.echo", rarely())
     port = free_port()
     web = site.start_command_raw(
         ["daphne", "-b", "127.0.0.1", "-p", str(port), "sillo_dash.asgi:application"]

@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from .conftest import ROOT, free_port
+from .conftest import ROOT, free_port, rarely
 
 pytestmark = pytest.mark.slow
 
@@ -87,7 +87,7 @@ def test_runs_fire_on_time_and_every_rule_shows_in_the_records(site) -> None:
 
 
 def test_a_run_killed_mid_way_is_interrupted_by_the_next_start(site) -> None:
-    site.schedule("long", "test.sleep", {"kind": "interval", "every": 3600}, kwargs={"seconds": 60})
+    site.schedule("long", "test.sleep", rarely(), kwargs={"seconds": 60})
     site.python(
         "from schedules import services; from schedules.models import Schedule; "
         "services.schedule_run_now(schedule=Schedule.objects.get(code='long'))"
@@ -104,9 +104,7 @@ def test_a_run_killed_mid_way_is_interrupted_by_the_next_start(site) -> None:
 
 
 def test_sigterm_lets_a_run_finish_within_the_grace_period(site) -> None:
-    site.schedule(
-        "brief", "test.sleep", {"kind": "interval", "every": 3600}, kwargs={"seconds": 0.5}
-    )
+    site.schedule("brief", "test.sleep", rarely(), kwargs={"seconds": 0.5})
     site.python(
         "from schedules import services; from schedules.models import Schedule; "
         "services.schedule_run_now(schedule=Schedule.objects.get(code='brief'))"
@@ -187,7 +185,7 @@ def test_serve_runs_the_web_app_and_the_scheduler_in_one_process(site) -> None:
 
 
 def test_once_runs_one_pass_and_exits(site) -> None:
-    site.schedule("later", "test.echo", {"kind": "interval", "every": 3600})
+    site.schedule("later", "test.echo", rarely())
     site.python(
         "from schedules import services; from schedules.models import Schedule; "
         "services.schedule_run_now(schedule=Schedule.objects.get(code='later'))"
@@ -198,9 +196,7 @@ def test_once_runs_one_pass_and_exits(site) -> None:
 
 
 def test_run_wait_follows_the_retries_to_the_final_outcome(site) -> None:
-    site.schedule(
-        "flaky", "test.fail", {"kind": "interval", "every": 3600}, max_attempts=3, retry_delay=0.2
-    )
+    site.schedule("flaky", "test.fail", rarely(), max_attempts=3, retry_delay=0.2)
     process = site.start()
     site.wait_for("SELECT 1 FROM schedules_schedulerinstance WHERE stopped_at IS NULL")
     result = subprocess.run(
@@ -218,9 +214,7 @@ def test_run_wait_follows_the_retries_to_the_final_outcome(site) -> None:
 
 def test_a_run_queued_from_another_process_starts_within_a_second_without_redis(site) -> None:
     """Nothing else is scheduled: only the poll can bring it, and the retry after it."""
-    site.schedule(
-        "alone", "test.fail", {"kind": "interval", "every": 3600}, max_attempts=2, retry_delay=1
-    )
+    site.schedule("alone", "test.fail", rarely(), max_attempts=2, retry_delay=1)
     process = site.start()
     site.wait_for("SELECT 1 FROM schedules_schedulerinstance")
     time.sleep(1.5)  # the scheduler is asleep with nothing due
