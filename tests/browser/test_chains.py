@@ -5,20 +5,20 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
+from tests.e2e.conftest import rarely
+
 from .conftest import log_in
 
 pytestmark = pytest.mark.slow
-
-NEVER = {"kind": "interval", "every": 30 * 86400}
 
 
 def test_the_chain_shows_live_on_the_run_page(page, server, context, artifacts) -> None:
     server.schedules(
         [
-        ("chain-c", "test.fail", NEVER, {"kwargs": {"message": "step three broke"}}),
-        ("chain-rescue", "test.echo", NEVER, {}),
-        ("chain-b", "test.sleep", NEVER, {"kwargs": {"seconds": 1.0}, "then": ["chain-c"]}),
-        ("chain-a", "test.sleep", NEVER, {"kwargs": {"seconds": 1.0}, "then": ["chain-b"]}),
+        ("chain-c", "test.fail", rarely(), {"kwargs": {"message": "step three broke"}}),
+        ("chain-rescue", "test.echo", rarely(), {}),
+        ("chain-b", "test.sleep", rarely(), {"kwargs": {"seconds": 1.0}, "then": ["chain-c"]}),
+        ("chain-a", "test.sleep", rarely(), {"kwargs": {"seconds": 1.0}, "then": ["chain-b"]}),
     ])  # fmt: skip
     server.python(
         "from schedules import services\n"

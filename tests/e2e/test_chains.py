@@ -13,13 +13,15 @@ import time
 
 import pytest
 
+from .conftest import rarely
+
 pytestmark = pytest.mark.slow
 
 STEP = {"seconds": 0.4}
 
 
 def test_a_chain_of_three_survives_a_killed_scheduler_each_follow_up_once(site) -> None:
-    never = {"kind": "interval", "every": 30 * 86400}
+    never = rarely()
     wide = {"max_instances": 100, "kwargs": STEP}
     site.schedules([
         ("rescue", "test.echo", never, {"max_instances": 100}),
