@@ -72,7 +72,7 @@ class Shape:
     burst_every: float
 
 
-QUICK = Shape(idle_windows=1, idle_window=5.5, warmup=0.5, windows=2, window=1.0, bursts=2,
+QUICK = Shape(idle_windows=1, idle_window=3.5, warmup=0.5, windows=2, window=1.0, bursts=2,
               burst_every=1.5)  # fmt: skip
 FULL = Shape(idle_windows=2, idle_window=31.0, warmup=2.0, windows=5, window=4.0, bursts=4,
              burst_every=3.0)  # fmt: skip
@@ -305,7 +305,8 @@ def main() -> None:
             load[n][system] = one_run(system, n, shape)
             print(line(n, system, load[n][system]), flush=True)
     # As read back in each system's process; the same at every size.
-    durability = {system: load[sizes[0]][system]["durability"] for system in systems}
+    durability = {system: next(load[n][system] for n in sizes if system in load[n])["durability"]
+                  for system in systems}  # fmt: skip
     settings = {"rate": RATE, "burst": BURST, "sizes": sizes, "systems": systems,
                 "database": "SQLite", "durability": {"SQLite": durability},
                 "shape": asdict(shape), "quick": args.quick}  # fmt: skip

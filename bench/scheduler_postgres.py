@@ -50,6 +50,7 @@ UNIQUE_CONFLICT = "already has a run; skipped"
 BURST = 1_000
 BURST_TAIL = 6.0  # seconds after the last burst's window to wait for its last run
 COUNTS = (1, 2, 4)
+QUICK_COUNTS = (1, 2)  # four schedulers on 2 cores say little a quick check needs
 QUICK = {"lead": 3.0, "warmup": 1.0, "windows": 2, "window": 1.5, "bursts": 2, "burst_every": 2.0}
 FULL = {"lead": 5.0, "warmup": 2.0, "windows": 8, "window": 3.0, "bursts": 4, "burst_every": 4.0}
 
@@ -178,9 +179,10 @@ def figures(executions, logs, schedulers, shape, first, burst_at) -> dict:
 
 def main() -> None:
     parser = benchmark_options(__doc__, quick="shorter phases")
-    parser.add_argument("--counts", default=",".join(map(str, COUNTS)), help="schedulers")
+    parser.add_argument("--counts", default=None, help="schedulers (default: 1,2,4; quick: 1,2)")
     args = parser.parse_args()
-    counts = [int(n) for n in args.counts.split(",")]
+    default = QUICK_COUNTS if args.quick else COUNTS
+    counts = [int(n) for n in args.counts.split(",")] if args.counts else list(default)
     shape = QUICK if args.quick else FULL
     folder = Path(tempfile.mkdtemp(prefix="sillo-bench-pg-"))
     print(f"PostgreSQL: {STEADY} schedules every {EVERY:g}s ({STEADY / EVERY:.0f} runs/s) and "
