@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import os
 from datetime import UTC, datetime, timedelta
+from io import StringIO
 
 from asgiref.sync import sync_to_async
+from django.core.management import call_command
 
 from schedules import services
 from schedules.models import Run, Schedule
@@ -84,3 +86,10 @@ def alive(pid: int) -> bool:
             return stat.read().split(")")[-1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def cli(*args: str) -> str:
+    """What `manage.py schedules ARGS` prints, run in this process."""
+    out = StringIO()
+    call_command("schedules", *args, stdout=out)
+    return out.getvalue()

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from schedules.models import Run, Schedule
-from tests.factories import every, make_schedule
-from tests.test_cli_writes import cli, refused
+from tests.factories import cli, every, make_schedule
+from tests.test_cli_writes import refused
 
 pytestmark = pytest.mark.django_db
 

@@ -3,22 +3,14 @@
 from __future__ import annotations
 
 import json
-from io import StringIO
 
 import pytest
-from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from schedules.models import Run, RunStatus, Schedule
-from tests.factories import every, make_schedule
+from tests.factories import cli, every, make_schedule
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def cli(*args: str) -> str:
-    out = StringIO()
-    call_command("schedules", *args, stdout=out)
-    return out.getvalue()
 
 
 def test_list_json_carries_the_fields_operators_script_against() -> None:

@@ -6,11 +6,9 @@ import csv
 import io
 import json
 from datetime import timedelta
-from io import StringIO
 
 import pytest
 from asgiref.sync import sync_to_async
-from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.utils import timezone
 
@@ -18,15 +16,9 @@ from schedules import transfer
 from schedules.models import AuditEvent, Run, RunStatus, Schedule
 from schedules.run_log import COLUMNS, csv_value
 from tests.dashboard.conftest import member
-from tests.factories import every, make_schedule
+from tests.factories import cli, every, make_schedule
 
 pytestmark = pytest.mark.django_db
-
-
-def cli(*args: str) -> str:
-    out = StringIO()
-    call_command("schedules", *args, stdout=out)
-    return out.getvalue()
 
 
 @pytest.fixture
