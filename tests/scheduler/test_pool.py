@@ -89,9 +89,10 @@ async def test_a_worker_that_dies_fails_its_run_with_the_reason_and_is_replaced(
 async def test_an_idle_worker_killed_from_outside_fails_no_run(pool, monkeypatch, reported) -> None:
     workers = pool()
     first = (await run(workers, "test.pid"))["result"]
+    (idle,) = [worker.process for worker in workers._idle if worker.process.pid == first]
     os.kill(first, signal.SIGKILL)  # the OOM killer, an operator's kill -9
-    while alive(first):
-        await asyncio.sleep(0.01)
+    while alive(first) or (reported and pool_module._alive(idle)):
+        await asyncio.sleep(0.01)  # a real process's death, reaped by the fork server
     if not reported:
         # The fork server reports a death a moment after it reaps the process: until
         # then the worker looks alive, and the run is sent to a dead pipe.
