@@ -22,7 +22,8 @@ import io
 import logging
 import sys
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from multiprocessing.connection import Connection
 from typing import Any
@@ -52,11 +53,15 @@ class OutputBuffer:
         self._pending_from = 0  # offset (in `total`) of the first pending character
         self._saved_total = 0
         self._lock = threading.Lock()
+        # Called (from the writing thread) when the first text arrives: most runs
+        # print nothing, and need nothing streamed.
+        self.on_first_write: Callable[[], Any] | None = None
 
     def write(self, text: str) -> int:
         if not text:
             return 0
         with self._lock:
+            first = self.total == 0
             self._keep(text)
             self._pending.append(text)
             self._pending_len += len(text)
@@ -65,6 +70,8 @@ class OutputBuffer:
                 joined = "".join(self._pending)[-LIVE_CHUNK_MAX:]
                 self._pending, self._pending_len = [joined], len(joined)
                 self._pending_from = self.total - len(joined)
+        if first and self.on_first_write is not None:
+            self.on_first_write()
         return len(text)
 
     def _keep(self, text: str) -> None:
@@ -223,9 +230,11 @@ def capturing(buffer: OutputBuffer | None, level: int | None) -> Iterator[None]:
 
 
 class PipeWriter(io.TextIOBase):
-    """A worker's stdout and stderr during a run: text shipped to the scheduler as
-    `{"output": text}` messages, by a thread every SHIP_EVERY seconds, or at once
-    past SHIP_AT characters (a task that prints fast waits for the pipe)."""
+    """A worker's stdout and stderr during its runs: text shipped to the scheduler as
+    `{"output": text}` messages, by a thread every SHIP_EVERY seconds while a run
+    is on, or at once past SHIP_AT characters (a task that prints fast waits for
+    the pipe). One writer and one thread for the worker's life: a thread per run
+    would cost a quick run more than the run."""
 
     def __init__(self, conn: Connection, lock: threading.Lock) -> None:
         self.conn = conn
@@ -233,7 +242,7 @@ class PipeWriter(io.TextIOBase):
         self._pending: list[str] = []
         self._size = 0
         self._lock = threading.Lock()
-        self._stop = threading.Event()
+        self._running = threading.Event()
         self._thread = threading.Thread(target=self._ship_forever, daemon=True)
 
     def start(self) -> PipeWriter:
@@ -262,22 +271,29 @@ class PipeWriter(io.TextIOBase):
         return "utf-8"
 
     def ship(self) -> None:
-        with self._lock:
-            text = "".join(self._pending)
-            self._pending, self._size = [], 0
-        if text:
-            # The scheduler gone: the run's reply fails the same way, and says so.
-            with self.send_lock, contextlib.suppress(OSError, ValueError):
-                self.conn.send({"output": text})
+        # Taken and sent under the pipe's lock: text shipped by the thread can never
+        # arrive after the run's reply (it would be read as the next run's output).
+        with self.send_lock:
+            with self._lock:
+                text = "".join(self._pending)
+                self._pending, self._size = [], 0
+            if text:
+                # The scheduler gone: the run's reply fails the same way, and says so.
+                with contextlib.suppress(OSError, ValueError):
+                    self.conn.send({"output": text})
 
     def _ship_forever(self) -> None:
-        while not self._stop.wait(SHIP_EVERY):
+        while True:
+            self._running.wait()  # idle between runs
+            time.sleep(SHIP_EVERY)
             self.ship()
 
-    def close_run(self) -> None:
-        """Stop the thread and ship the rest: called before the run's reply is sent."""
-        self._stop.set()
-        self._thread.join()
+    def begin_run(self) -> None:
+        self._running.set()
+
+    def end_run(self) -> None:
+        """Ship the rest: called before the run's reply is sent."""
+        self._running.clear()
         self.ship()
 
 
@@ -295,16 +311,14 @@ class _WriterHandler(logging.Handler):
 
 
 @contextlib.contextmanager
-def capturing_in_worker(
-    conn: Connection, lock: threading.Lock, level: int | None
-) -> Iterator[PipeWriter]:
+def capturing_in_worker(writer: PipeWriter, level: int | None) -> Iterator[PipeWriter]:
     """A worker's stdout, stderr and root logger shipped to the scheduler for one run.
 
     The worker has one run at a time and is its own process, so its root
     logger is lowered to `level` for the run: a task's INFO records are
     captured even where the project's logging keeps WARNING and above.
     """
-    writer = PipeWriter(conn, lock).start()
+    writer.begin_run()
     root = logging.getLogger()
     handler = _WriterHandler(writer, level) if level is not None else None
     saved = sys.stdout, sys.stderr, root.level
@@ -320,4 +334,4 @@ def capturing_in_worker(
         if handler is not None:
             root.removeHandler(handler)
             root.setLevel(saved[2])
-        writer.close_run()
+        writer.end_run()

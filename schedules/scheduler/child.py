@@ -23,7 +23,7 @@ import traceback
 from multiprocessing.connection import Connection
 from typing import Any
 
-from .capture import capturing_in_worker
+from .capture import PipeWriter, capturing_in_worker
 
 
 def main(conn: Connection, databases: dict[str, Any]) -> None:
@@ -47,6 +47,7 @@ def main(conn: Connection, databases: dict[str, Any]) -> None:
     runner = asyncio.Runner()
     # The run's output is shipped from a thread as well: one send at a time on the pipe.
     send_lock = threading.Lock()
+    writer = PipeWriter(conn, send_lock).start()
     while True:
         try:
             request = conn.recv()
@@ -58,7 +59,7 @@ def main(conn: Connection, databases: dict[str, Any]) -> None:
         if capture_level is False:  # capture off (SILLO_OUTPUT_MAX_CHARS = 0)
             reply = _run(registry.get(task_name), task_name, kwargs, result_limit, runner)
         else:
-            with capturing_in_worker(conn, send_lock, capture_level):
+            with capturing_in_worker(writer, capture_level):
                 reply = _run(registry.get(task_name), task_name, kwargs, result_limit, runner)
         close_old_connections()
         reply["peak_memory_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -10,7 +10,7 @@ them up.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
@@ -60,6 +60,19 @@ class WorkerSlots:
 UNLIMITED = WorkerSlots(None, lambda _name: False)
 
 
+def in_flight_counts(
+    schedule_ids: list[int], local_in_flight: dict[int, int], ended: Collection[int]
+) -> dict[int, int]:
+    """Runs of each schedule still executing, for `max_instances`: the running runs,
+    less the ones whose body ended in this process and whose outcome is still being
+    written (`ended`), plus this process's sync threads that outlived their timeout."""
+    running = Run.objects.exclude(pk__in=list(ended)) if ended else Run.objects.all()
+    counts = running.running_counts(schedule_ids)
+    for schedule_id, count in local_in_flight.items():
+        counts[schedule_id] = counts.get(schedule_id, 0) + count
+    return counts
+
+
 def start_or_skip(
     run: Run, schedule: Schedule, *, now: datetime, instance_id: str, in_flight: int
 ) -> list[int]:
@@ -105,6 +118,7 @@ def claim_due(
     max_catch_up: int,
     local_in_flight: dict[int, int],
     slots: WorkerSlots = UNLIMITED,
+    ended: Collection[int] = (),
 ) -> tuple[list[Run], list[int]]:
     """Claim every due slot this process wins. Returns (new runs, replaced run ids).
 
@@ -128,7 +142,7 @@ def claim_due(
         return [], []
     try:
         with transaction.atomic():
-            return _claim_batch(plans, now, instance_id, local_in_flight, slots)
+            return _claim_batch(plans, now, instance_id, (local_in_flight, ended), slots)
     except IntegrityError:
         runs: list[Run] = []
         replaced: list[int] = []
@@ -137,7 +151,9 @@ def claim_due(
                 run.pk = None
             try:
                 with transaction.atomic():
-                    won, gone = _claim_batch([plan], now, instance_id, local_in_flight, slots)
+                    won, gone = _claim_batch(
+                        [plan], now, instance_id, (local_in_flight, ended), slots
+                    )
             except IntegrityError:
                 logger.warning("slot %s of %s already has a run; skipped", plan[1], plan[0].code)
                 continue
@@ -146,11 +162,11 @@ def claim_due(
         return runs, replaced
 
 
-def _claim_batch(plans, now, instance_id, local_in_flight, slots: WorkerSlots):
+def _claim_batch(plans, now, instance_id, local, slots: WorkerSlots):
     won = _advance_won_slots(plans)
     if not won:
         return [], []
-    in_flight = Run.objects.running_counts(schedule.pk for schedule, *_ in won)
+    in_flight = in_flight_counts([schedule.pk for schedule, *_ in won], *local)
     replaced: list[int] = []
     created: list[Run] = []
     firsts: list[Run] = []
@@ -161,7 +177,7 @@ def _claim_batch(plans, now, instance_id, local_in_flight, slots: WorkerSlots):
         # the queue, so max_instances holds for them too.
         first = planned[0]
         if first.status == RunStatus.QUEUED and first.dispatch == Dispatch.INLINE:
-            busy = in_flight.get(schedule.pk, 0) + local_in_flight.get(schedule.pk, 0)
+            busy = in_flight.get(schedule.pk, 0)
             skips = busy >= schedule.max_instances and schedule.overlap != "replace"
             if not skips and not slots.take(schedule.task_name):
                 created += planned  # queued: starts when a worker is free
@@ -321,22 +337,21 @@ def unrunnable(run: Run, tasks: Registry) -> str:
     return f"skipped: {refusal}" if refusal else ""
 
 
-def next_wakeup(*, tasks: Registry, include_queued: bool = True) -> datetime | None:
+def next_wakeup(
+    *, tasks: Registry, include_queued: bool = True, held: Collection[int] = ()
+) -> datetime | None:
     """The earliest instant anything becomes due: two indexed lookups.
 
     Without `include_queued`, queued runs are left out: they wait for a worker,
-    and a finished run wakes the loop.
+    and a finished run wakes the loop. Runs this process holds (held.py) wait
+    in its worker pool, not for a pass.
     """
     slot = Schedule.objects.next_slot_at(task_names=tasks.runnable_names())
     if not include_queued:
         return slot
-    queued = (
-        Run.objects.queued()
-        .startable()
-        .filter(dispatch=Dispatch.INLINE)
-        .order_by("not_before")
-        .values_list("not_before", flat=True)
-        .first()
-    )
+    queued = Run.objects.queued().startable().filter(dispatch=Dispatch.INLINE)
+    if held:
+        queued = queued.exclude(pk__in=list(held))
+    queued = queued.order_by("not_before").values_list("not_before", flat=True).first()
     candidates = [t for t in (slot, queued) if t is not None]
     return min(candidates) if candidates else None

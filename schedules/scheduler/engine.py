@@ -31,10 +31,11 @@ from . import claims, hints, instances, outcomes, queued
 from .clock import Clock, SystemClock
 from .dbcalls import db_call, despite_cancel
 from .executor import Executor, Outcome, context_for, default_pool, new_output
+from .held import HeldRuns
 from .hooks import Hooks
 from .pruner import Pruner
 from .recorder import OutcomeRecorder
-from .streaming import stream_output
+from .streaming import OutputStream
 
 logger = logging.getLogger(__name__)
 
@@ -75,10 +76,16 @@ class Scheduler:
         # a run counts against the pool before its task has reached `acquire`.
         self._worker_runs: set[int] = set()
         self._last: dict[str, float] = {}  # step -> monotonic time it last ran
-        self.recorder = OutcomeRecorder(db=self.db, clock=self.clock)
+        self.recorder = OutcomeRecorder(
+            db=self.db, clock=self.clock, gather=lambda: bool(self.held)
+        )
         self.hooks = Hooks()
         # Runs are queued for want of a free worker: a finished run wakes the loop.
         self._waiting_for_worker = False
+        self.held = HeldRuns(self)
+        # Runs whose body ended here and whose outcome is not yet written: no longer
+        # executing, whatever the database says (max_instances counts them out).
+        self.unrecorded: set[int] = set()
         self.passes = 0
 
     # -------------------------------------------------------------- plumbing
@@ -100,7 +107,7 @@ class Scheduler:
             return True
         return False
 
-    def _local_in_flight(self) -> dict[int, int]:
+    def local_in_flight(self) -> dict[int, int]:
         """Sync threads of this process that outlived their timeout, per schedule."""
         return self.executor.lingering_counts()
 
@@ -160,6 +167,7 @@ class Scheduler:
         """Stop claiming, give runs a grace period, cancel the rest, record all."""
         self._stopping = True
         hints.unregister(self)
+        await self.held.release_all()
         tasks = list(self.in_flight.values())
         if tasks:
             grace = setting("SILLO_SHUTDOWN_GRACE")
@@ -213,57 +221,81 @@ class Scheduler:
                 logger.warning("%s: none of them runs until it is renamed", refusal)
 
         if not self._stopping:
-            slots = self._worker_slots()
-            runs, replaced = await self.db(
-                claims.claim_due,
-                now=now,
-                instance_id=self.instance_id,
-                tasks=self.tasks,
-                limit=setting("SILLO_CLAIM_BATCH"),
-                max_catch_up=setting("SILLO_MAX_CATCH_UP"),
-                local_in_flight=self._local_in_flight(),
-                slots=slots,
-            )
-            # Set before anything is launched: a run that finishes while this pass
-            # still awaits the database must wake the loop for the runs left queued.
-            self._waiting_for_worker = slots.free == 0
-            # Due runs start before the queue is read: their slot is now.
-            await self._cancel_local(replaced, "replaced by a newer run")
-            for run in runs:
-                await self._launch_or_report(run)
-            waited, replaced = await self.db(
-                queued.claim_queued,
-                now=now,
-                instance_id=self.instance_id,
-                tasks=self.tasks,
-                limit=setting("SILLO_CLAIM_BATCH"),
-                local_in_flight=self._local_in_flight(),
-                slots=slots,
-            )
-            self._waiting_for_worker = slots.free == 0
-            await self._cancel_local(replaced, "replaced by a newer run")
-            for run in waited:
-                await self._launch_or_report(run)
+            await self._claim(now)
         if self.executor.pool is not None:
             self.executor.pool.trim()
         return await self._sleep_after_pass()
+
+    async def _claim(self, now: datetime) -> None:
+        """Claim due slots, then queued runs, as the workers allow; launch them."""
+        slots = self._worker_slots()
+        if len(self.held):
+            # New slots wait behind the held runs (priority, then arrival).
+            slots = claims.WorkerSlots(0, self.needs_worker)
+        runs, replaced = await self.db(
+            claims.claim_due,
+            now=now,
+            instance_id=self.instance_id,
+            tasks=self.tasks,
+            limit=setting("SILLO_CLAIM_BATCH"),
+            max_catch_up=setting("SILLO_MAX_CATCH_UP"),
+            local_in_flight=self.local_in_flight(),
+            slots=slots,
+            ended=set(self.unrecorded),
+        )
+        # Set before anything is launched: a run that finishes while this pass
+        # still awaits the database must wake the loop for the runs left queued.
+        self._waiting_for_worker = slots.free == 0
+        # Due runs start before the queue is read: their slot is now.
+        await self.cancel_local(replaced, "replaced by a newer run")
+        for run in runs:
+            await self.launch(run)
+            self.held.hold(run)  # queued for want of a worker: started as workers free up
+        waited, replaced = await self.db(
+            queued.claim_queued,
+            now=now,
+            instance_id=self.instance_id,
+            tasks=self.tasks,
+            limit=setting("SILLO_CLAIM_BATCH"),
+            local_in_flight=self.local_in_flight(),
+            slots=slots,
+            held=self.held.ids(),
+            ended=set(self.unrecorded),
+        )
+        self._waiting_for_worker = slots.free == 0
+        await self.cancel_local(replaced, "replaced by a newer run")
+        for run in waited:
+            await self.launch(run)
+        if self._waiting_for_worker and self.executor.pool is not None:
+            # Queued runs that wait for a worker join the held ones, so the best
+            # priority starts first whoever queued it (a retry, a manual run).
+            for run in await self.db(
+                queued.to_hold,
+                now=now,
+                task_names=[n for n in self.tasks.runnable_names() if self.needs_worker(n)],
+                held=self.held.ids(),
+                limit=self.held.room(),
+            ):
+                self.held.hold(run)
+        self.held.refill()
 
     def _worker_slots(self) -> claims.WorkerSlots:
         pool = self.executor.pool
         if pool is None:
             return claims.UNLIMITED
-        return claims.WorkerSlots(
-            max(0, pool.capacity - len(self._worker_runs)), self._needs_worker
-        )
+        return claims.WorkerSlots(max(0, pool.capacity - len(self._worker_runs)), self.needs_worker)
 
-    def _needs_worker(self, task_name: str) -> bool:
+    def needs_worker(self, task_name: str) -> bool:
         return self.executor.in_worker(self.tasks.get(task_name))
 
     async def _sleep_after_pass(self) -> float:
         """Until the next slot or queued run (queued ones only if a worker is free),
         the resync interval at most, and briefly while runs are in flight."""
         next_at = await self.db(
-            claims.next_wakeup, tasks=self.tasks, include_queued=not self._waiting_for_worker
+            claims.next_wakeup,
+            tasks=self.tasks,
+            include_queued=not self._waiting_for_worker,
+            held=self.held.ids(),
         )
         delay = min(setting("SILLO_RESYNC_INTERVAL"), setting("SILLO_POLL_INTERVAL"))
         if next_at is not None:
@@ -308,13 +340,13 @@ class Scheduler:
             instance_id=self.instance_id,
             tasks=self.tasks,
             limit=1,
-            local_in_flight=self._local_in_flight(),
+            local_in_flight=self.local_in_flight(),
             only=run_id,
             dispatch_kind=dispatch_kind,
         )
-        await self._cancel_local(replaced, "replaced by a newer run")
+        await self.cancel_local(replaced, "replaced by a newer run")
         for run in runs:
-            await self._launch_or_report(run)
+            await self.launch(run)
         await self.wait_idle()
 
     async def _notice_cancelled(self) -> None:
@@ -323,9 +355,9 @@ class Scheduler:
         if not ids:
             return
         alive = await self.db(outcomes.still_running, run_ids=ids)
-        await self._cancel_local([i for i in ids if i not in alive], "ended by another process")
+        await self.cancel_local([i for i in ids if i not in alive], "ended by another process")
 
-    async def _cancel_local(self, run_ids: list[int], why: str) -> None:
+    async def cancel_local(self, run_ids: list[int], why: str) -> None:
         """Stop these runs of this process and wait until they no longer execute.
 
         A run in a worker is stopped with its worker, so a run started after
@@ -341,30 +373,43 @@ class Scheduler:
         if stopping:
             await asyncio.wait(stopping)
 
-    async def _launch_or_report(self, run: Run) -> None:
+    async def launch(self, run: Run) -> None:
+        """Execute a claimed run, or report one that ended or waits at claim time."""
         if run.status != RunStatus.RUNNING:
             self.hooks.finished(run, final=True)  # skipped at claim time (queued: no-op)
             await self._publish(run)
             return
         task = asyncio.create_task(self._execute(run), name=f"run-{run.pk}")
         self.in_flight[run.pk] = task
-        if self._needs_worker(run.task_name):
+        if self.needs_worker(run.task_name):
             self._worker_runs.add(run.pk)
         task.add_done_callback(partial(self._forget, run.pk))
+
+    def launched_in_workers(self) -> int:
+        """Runs launched that need a worker process and have not yet ended."""
+        return len(self._worker_runs)
 
     def _release_worker_slot(self, run_id: int) -> None:
         if run_id in self._worker_runs:
             self._worker_runs.discard(run_id)
-            if self._waiting_for_worker:
-                self.wake()
+            self._worker_freed()
+
+    def _worker_freed(self) -> None:
+        """Held runs start as workers free up; other waiting runs need a pass."""
+        if len(self.held):
+            self.held.refill()
+        elif self._waiting_for_worker:
+            self.wake()
 
     def _forget(self, run_id: int, _task: asyncio.Task) -> None:
         # No wake here: a catch-up run waiting for a free instance is queued with
         # its own recheck time, which the next sleep already honours; waking on
         # every finished run only cost an empty pass just before the next slot.
         self.in_flight.pop(run_id, None)
-        self._worker_runs.discard(run_id)
-        if self._waiting_for_worker:
+        if run_id in self._worker_runs:
+            self._worker_runs.discard(run_id)
+            self._worker_freed()
+        elif self._waiting_for_worker:
             self.wake()
 
     # -------------------------------------------------------------- a run
@@ -373,25 +418,30 @@ class Scheduler:
         declaration = self.tasks.get(run.task_name)
         context = context_for(run, run.schedule)
         output = new_output()
-        streamer = None
+        stream = None
         try:
             self.hooks.started(run)
             await self._publish(run)
             if output is not None:
-                streamer = asyncio.create_task(
-                    stream_output(run.pk, output, db=self.db, clock=self.clock)
-                )
-            outcome = await self.executor.execute(declaration, context, output)
+                stream = OutputStream(run.pk, output, db=self.db, clock=self.clock)
+            outcome = await self.executor.execute(
+                declaration, context, output, priority=_priority(run)
+            )
         except asyncio.CancelledError as exc:
             why = exc.args[0] if exc.args else "scheduler shut down"
             outcome = Outcome(RunStatus.CANCELLED, str(why), output=output)
         finally:
-            if streamer is not None:
-                streamer.cancel()
+            if stream is not None:
+                stream.stop()
         self._release_worker_slot(run.pk)  # the next run may start while this one is recorded
-        if output is not None:
-            await despite_cancel(publish_output(run.pk, *output.take_pending()))
-        finished, retry, follow_ups = await despite_cancel(self.recorder.record(run, outcome))
+        self.unrecorded.add(run.pk)
+        try:
+            if output is not None:
+                await despite_cancel(publish_output(run.pk, *output.take_pending()))
+            recorded = await despite_cancel(self.recorder.record(run, outcome))
+        finally:
+            self.unrecorded.discard(run.pk)
+        finished, retry, follow_ups = recorded
         if finished is None:  # ended elsewhere (replaced, cancelled, marked interrupted)
             ended = await self.db(Run.objects.filter(pk=run.pk).first)
             if ended is not None:
@@ -418,3 +468,7 @@ class Scheduler:
 
     async def _publish(self, run: Run) -> None:
         await publish_run(run)
+
+
+def _priority(run: Run) -> int:
+    return run.schedule.priority if run.schedule is not None else 0

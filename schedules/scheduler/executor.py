@@ -126,15 +126,18 @@ class Executor:
         declaration: TaskDeclaration,
         context: RunContext,
         output: OutputBuffer | None = None,
+        *,
+        priority: int = 0,
     ) -> Outcome:
         """Run the pipeline and classify its outcome; what the task prints and logs
-        goes to `output` (which the outcome carries)."""
+        goes to `output` (which the outcome carries). A run waiting for a worker
+        waits by `priority`, then arrival."""
         # The worker is acquired before the pipeline, so a run's timeout counts its body,
         # not the wait for a worker to start.
         worker: Worker | WorkerDied | None = None
         if self.in_worker(declaration):
             try:
-                worker = await self.pool.acquire()
+                worker = await self.pool.acquire(priority)
             except WorkerDied as exc:
                 worker = exc  # the run fails inside the pipeline, so retries apply
         handler = build_pipeline(

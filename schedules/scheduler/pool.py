@@ -19,6 +19,8 @@ docs/scheduler.md.
 from __future__ import annotations
 
 import asyncio
+import bisect
+import itertools
 import json
 import logging
 import multiprocessing
@@ -87,7 +89,9 @@ class WorkerPool:
         self._idle: deque[Worker] = deque()
         self._busy: set[Worker] = set()
         self._starting = 0
-        self._waiters: deque[asyncio.Future] = deque()
+        # Runs waiting for a worker, best first: (-priority, arrival, future).
+        self._waiters: list[tuple[int, int, asyncio.Future]] = []
+        self._arrivals = itertools.count()
         self._spares: set[asyncio.Future] = set()
         self._closed = False
 
@@ -104,7 +108,7 @@ class WorkerPool:
     @property
     def waiting(self) -> int:
         """Runs waiting for a worker because every worker is busy."""
-        return sum(1 for waiter in self._waiters if not waiter.done())
+        return sum(1 for *_, waiter in self._waiters if not waiter.done())
 
     @property
     def capacity(self) -> int:
@@ -210,9 +214,10 @@ class WorkerPool:
             raise WorkerDied(child.exit_description(worker.process.exitcode)) from exc
         return worker
 
-    async def acquire(self) -> Worker:
+    async def acquire(self, priority: int = 0) -> Worker:
         """An idle worker, or a new one (ready: Django set up), waiting while all
-        `max_workers` are busy. A run's timeout starts after this, with its body."""
+        `max_workers` are busy (by priority, then arrival). A run's timeout starts
+        after this, with its body."""
         while True:
             if self._closed:
                 raise RuntimeError("the worker pool is closed")
@@ -238,12 +243,16 @@ class WorkerPool:
                 self._keep_a_spare()
                 return worker
             waiter = asyncio.get_running_loop().create_future()
-            self._waiters.append(waiter)
+            entry = (-priority, next(self._arrivals), waiter)
+            bisect.insort(self._waiters, entry)
             try:
                 await waiter
+            except asyncio.CancelledError:
+                if waiter.done() and not waiter.cancelled():
+                    self._notify(skip=entry)  # its turn passes to the next in line
+                raise
             finally:
-                if waiter in self._waiters:
-                    self._waiters.remove(waiter)
+                self._waiters.remove(entry)
 
     def release(self, worker: Worker) -> None:
         """Give an acquired worker back (no-op if its run already gave it back or stopped it)."""
@@ -257,10 +266,10 @@ class WorkerPool:
             self._idle.append(worker)
         self._notify()
 
-    def _notify(self) -> None:
-        for waiter in self._waiters:
-            if not waiter.done():
-                waiter.set_result(None)
+    def _notify(self, skip: tuple | None = None) -> None:
+        for entry in self._waiters:
+            if entry is not skip and not entry[2].done():
+                entry[2].set_result(None)
                 return
 
     async def _spawn(self) -> Worker:
@@ -385,7 +394,7 @@ class WorkerPool:
         self._closed = True
         for spare in list(self._spares):
             spare.cancel()
-        for waiter in self._waiters:
+        for *_, waiter in self._waiters:
             if not waiter.done():
                 waiter.set_result(None)
         for worker in list(self._busy):

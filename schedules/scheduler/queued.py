@@ -6,6 +6,7 @@ so exactly one process starts it (see claims.py for due slots).
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime
 
 from django.db import connection, transaction
@@ -27,17 +28,21 @@ def claim_queued(
     only: int | None = None,
     dispatch_kind: str = Dispatch.INLINE,
     slots: claims.WorkerSlots = claims.UNLIMITED,
+    held: Collection[int] = (),
+    ended: Collection[int] = (),
 ) -> tuple[list[Run], list[int]]:
     """Claim queued runs (manual runs, retries) whose time has come, as workers allow.
 
     Schedulers claim the runs they execute themselves (`inline`); a worker
     claims the `enqueue` run its task names. One transaction for the batch, so a
     burst left queued for want of workers drains at the pool's pace, not at one
-    transaction a run.
+    transaction a run. Runs this process holds (`held`) are left to it.
     """
     queued = Run.objects.queued().startable().filter(not_before__lte=now, dispatch=dispatch_kind)
     if only is not None:
         queued = queued.filter(pk=only)
+    if held:
+        queued = queued.exclude(pk__in=list(held))
     # By the schedule's priority, then by time: a critical retry jumps the queue.
     ordered = queued.order_by("-schedule__priority", "not_before", "pk")
     chosen = {
@@ -47,11 +52,60 @@ def claim_queued(
     }
     if not chosen:
         return [], []
+    local = (local_in_flight, ended)
+    return _claim_chosen(chosen, {}, now, instance_id, tasks, local, slots)
+
+
+def to_hold(
+    *, now: datetime, task_names: Collection[str], held: Collection[int], limit: int
+) -> list[Run]:
+    """Queued runs waiting for a worker that this process may hold, best priority
+    first, then time: read with their schedule, not claimed (held.py starts them)."""
+    if limit <= 0 or not task_names:
+        return []
+    rows = (
+        Run.objects.queued()
+        .startable()
+        .filter(
+            not_before__lte=now,
+            dispatch=Dispatch.INLINE,
+            task_name__in=list(task_names),
+            schedule__isnull=False,
+        )
+        .select_related("schedule")
+    )
+    if held:
+        rows = rows.exclude(pk__in=list(held))
+    return list(rows.order_by("-schedule__priority", "not_before", "pk")[:limit])
+
+
+def start_held(
+    *,
+    runs: list[Run],
+    now: datetime,
+    instance_id: str,
+    tasks: Registry,
+    local_in_flight: dict[int, int],
+    ended: Collection[int] = (),
+) -> tuple[list[Run], list[int]]:
+    """Claim queued runs that this process holds, as claimed (with their schedule):
+    each has a worker waiting for it. They are checked, not read again; one
+    that another process started, or an operator cancelled, is left out.
+
+    Returns (the runs claimed: running, or ended at claim time; replaced run ids).
+    """
+    chosen = {run.pk: run.task_name for run in runs}
+    known = {run.pk: run for run in runs}
+    local = (local_in_flight, ended)
+    return _claim_chosen(chosen, known, now, instance_id, tasks, local, claims.UNLIMITED)
+
+
+def _claim_chosen(chosen, known, now, instance_id, tasks, local, slots):
     with transaction.atomic():
-        mine = list(_lock_queued(chosen))
+        mine = list(_lock_queued(chosen, known))
         for run_id in chosen.keys() - {run.pk for run in mine}:
             slots.give_back(chosen[run_id])  # another process claimed it first
-        batch = _QueuedBatch(mine, now=now, instance_id=instance_id, local=local_in_flight)
+        batch = _QueuedBatch(mine, now=now, instance_id=instance_id, local=local)
         for run in mine:
             batch.claim(run, tasks)
             if run.status != RunStatus.RUNNING:
@@ -63,27 +117,43 @@ def claim_queued(
     return [run for run in batch.claimed if run.pk not in batch.lost], batch.replaced
 
 
-def _lock_queued(chosen: dict[int, str]):
+def _lock_queued(chosen: dict[int, str], known: dict[int, Run]):
     """The chosen runs still queued, locked for this transaction (PostgreSQL: rows
     another scheduler holds are skipped; SQLite: its IMMEDIATE transaction holds
-    the write lock from BEGIN), in the order they were chosen."""
-    rows = Run.objects.select_related("schedule").filter(pk__in=chosen, status=RunStatus.QUEUED)
-    if connection.features.has_select_for_update_skip_locked:
-        rows = rows.select_for_update(skip_locked=True, of=("self",))
-    by_id = {run.pk: run for run in rows}
+    the write lock from BEGIN), in the order they were chosen.
+
+    Runs this process holds (`known`, as claimed with their schedule) are only
+    checked, not read again: a burst waiting for workers is read once.
+    """
+    by_id: dict[int, Run] = {}
+    mentioned = [run_id for run_id in chosen if run_id in known]
+    unknown = [run_id for run_id in chosen if run_id not in known]
+    if mentioned:
+        # Still queued, its schedule still there and not paused (`startable`).
+        still = Run.objects.queued().startable().filter(pk__in=mentioned, schedule__isnull=False)
+        by_id.update((pk, known[pk]) for pk in _locked(still).values_list("pk", flat=True))
+    if unknown:
+        rows = Run.objects.select_related("schedule").filter(
+            pk__in=unknown, status=RunStatus.QUEUED
+        )
+        by_id.update((run.pk, run) for run in _locked(rows))
     return (by_id[run_id] for run_id in chosen if run_id in by_id)
+
+
+def _locked(rows):
+    if connection.features.has_select_for_update_skip_locked:
+        return rows.select_for_update(skip_locked=True, of=("self",))
+    return rows
 
 
 class _QueuedBatch:
     """Queued runs being claimed in one transaction: the common case (the run
     starts) is written in one UPDATE; skips, misfits and waits one by one."""
 
-    def __init__(self, runs: list[Run], *, now: datetime, instance_id: str, local: dict) -> None:
-        self.now, self.instance_id, self.local = now, instance_id, local
-        schedule_ids = {run.schedule_id for run in runs if run.schedule_id is not None}
-        self.in_flight = Run.objects.running_counts(schedule_ids)
-        for schedule_id, count in local.items():
-            self.in_flight[schedule_id] = self.in_flight.get(schedule_id, 0) + count
+    def __init__(self, runs: list[Run], *, now: datetime, instance_id: str, local: tuple) -> None:
+        self.now, self.instance_id, self.local = now, instance_id, local[0]
+        schedule_ids = [run.schedule_id for run in runs if run.schedule_id is not None]
+        self.in_flight = claims.in_flight_counts(schedule_ids, *local)
         self.starting: list[int] = []
         self.lost: set[int] = set()
         self.claimed: list[Run] = []

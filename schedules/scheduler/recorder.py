@@ -1,7 +1,11 @@
 """Writing outcomes in batches: while one batch is written, the next gathers.
 
 Each finished run waits for its own outcome to be written; a database
-hiccup is retried after a pause on the scheduler's clock.
+hiccup is retried after a pause on the scheduler's clock. While the
+scheduler holds runs that wait for a worker (held.py), outcomes gather for
+GATHER seconds (or until no run is held): starting the waiting runs comes
+first on the scheduler's one database thread, and a burst's outcomes are
+written in a few large batches instead of many small ones.
 """
 
 from __future__ import annotations
@@ -19,17 +23,26 @@ from .executor import Outcome
 logger = logging.getLogger(__name__)
 
 BATCH = 500
+GATHER = 0.5  # seconds an outcome may wait for its batch while runs wait for a worker
 LONGEST_PAUSE = 10.0  # seconds between tries while the database refuses outcomes
 
 DbCall = Callable[..., Awaitable[Any]]
 
 
 class OutcomeRecorder:
-    def __init__(self, *, db: DbCall, clock: Clock) -> None:
+    def __init__(
+        self, *, db: DbCall, clock: Clock, gather: Callable[[], bool] = lambda: False
+    ) -> None:
         self._db = db
         self._clock = clock
+        self._gather = gather  # whether outcomes gather before they are written
+        self._go = asyncio.Event()  # gathering ended: write now
         self._pending: list[tuple[Run, Outcome, asyncio.Future]] = []
         self._flusher: asyncio.Task | None = None
+
+    def stop_gathering(self) -> None:
+        """Write what has gathered now (no run is held any more)."""
+        self._go.set()
 
     async def record(self, run: Run, outcome: Outcome) -> tuple[Run | None, Run | None, list[Run]]:
         """Queue the outcome for the next batched write and wait for it.
@@ -46,6 +59,8 @@ class OutcomeRecorder:
 
     async def _flush(self) -> None:
         while self._pending:
+            if self._gather():
+                await self._clock.wait(GATHER, self._go)
             batch, self._pending = self._pending[:BATCH], self._pending[BATCH:]
             items = [(run, vars(outcome)) for run, outcome, _ in batch]
             attempt = 0

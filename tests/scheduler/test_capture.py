@@ -15,8 +15,10 @@ from schedules.models import Run, RunOutput, RunStatus
 from schedules.scheduler import retention
 from schedules.scheduler.capture import OutputBuffer, capturing
 from schedules.scheduler.dispatch import execute_run
+from schedules.scheduler.pool import PoolLimits, WorkerPool
+from schedules.scheduler.streaming import OutputStream
 from schedules.scheduler.worker import close_worker_runtime
-from tests.factories import create, every, make_schedule, runs_of
+from tests.factories import FakeClock, create, every, make_schedule, runs_of
 from tests.taskapp import tasks as test_tasks
 
 
@@ -89,6 +91,46 @@ async def test_an_inline_run_keeps_what_it_printed_and_logged(scheduler, clock, 
     assert_chatter(output.text, "inline")
     (quiet,) = await runs_of("quiet")
     assert await output_of(quiet) is None  # nothing written, nothing stored
+
+
+async def test_a_run_that_prints_nothing_streams_nothing_and_one_that_prints_streams() -> None:
+    async def db(*args, **kwargs) -> None:
+        return None
+
+    quiet, chatty = OutputBuffer(1000), OutputBuffer(1000)
+    clock = FakeClock()
+    streams = [OutputStream(n, out, db=db, clock=clock) for n, out in [(1, quiet), (2, chatty)]]
+    chatty.write("hello\n")
+    await asyncio.sleep(0)
+    assert streams[0]._task is None
+    assert streams[1]._task is not None and not streams[1]._task.done()
+    for stream in streams:
+        stream.stop()
+    await asyncio.sleep(0)
+    assert streams[1]._task.cancelled()
+    quiet.write("too late\n")  # after the run ended: no stream starts
+    await asyncio.sleep(0)
+    assert streams[0]._task is None
+
+
+async def test_a_worker_keeps_each_runs_output_apart(settings) -> None:
+    """One writer thread serves a worker's runs: what a run printed to its last
+    moment goes with it, never with the next run on the same worker."""
+    pool = WorkerPool(PoolLimits(min_workers=0, max_workers=1, backlog=0))
+    try:
+        for words in ("first", "second", "third"):
+            texts: list[str] = []
+            reply = await pool.run(
+                "test.chatty", {"words": words, "lines": 200, "size": 50},
+                result_limit=1000, output=texts.append, capture_level=20,
+            )  # fmt: skip
+            text = "".join(texts)
+            assert reply["ok"]
+            assert_chatter(text, words)
+            assert text.count("line ") == 200
+            assert all(other not in text for other in {"first", "second", "third"} - {words})
+    finally:
+        await pool.close()
 
 
 async def test_a_worker_run_keeps_what_it_printed_and_logged(pooled, clock, settings) -> None:

@@ -155,6 +155,27 @@ async def test_the_pool_grows_on_demand_to_its_maximum_then_runs_wait(pool, tmp_
     await asyncio.gather(*held, return_exceptions=True)
 
 
+async def test_runs_waiting_for_a_worker_get_one_by_priority_then_arrival(pool) -> None:
+    workers = pool(max_workers=1)
+    busy = await workers.acquire()
+    order: list[str] = []
+
+    async def wait(name: str, priority: int) -> None:
+        worker = await workers.acquire(priority)
+        order.append(name)
+        workers.release(worker)
+
+    waiting = []
+    for name, priority in [("normal", 0), ("critical", 10), ("normal-later", 0), ("high", 5)]:
+        waiting.append(asyncio.ensure_future(wait(name, priority)))
+        await asyncio.sleep(0)  # each joins the line in this order
+    assert workers.waiting == 4
+    waiting[2].cancel()  # a waiter that leaves the line loses its place, not the others'
+    workers.release(busy)
+    await asyncio.gather(*waiting, return_exceptions=True)
+    assert order == ["critical", "high", "normal"]
+
+
 def test_runs_may_wait_in_the_backlog_beyond_the_busy_workers(pool) -> None:
     assert pool(max_workers=2, backlog=5).capacity == 7
 

@@ -144,6 +144,17 @@ def hold(marker_dir: str, seconds: float = 30.0) -> None:
     (folder / f"{os.getpid()}.end").write_text(str(time.time()))
 
 
+@schedules.task("test.note")
+def note(path: str, label: str, after: str = "") -> None:
+    """Appends `label` to `path` (once `after` exists, if given): tests count what executed."""
+    for _ in range(3000):
+        if not after or os.path.exists(after):
+            break
+        time.sleep(0.01)
+    with open(path, "a") as log:
+        log.write(f"{label}\n")
+
+
 @schedules.task("test.inline_exit", isolation="inline")
 def inline_exit() -> None:
     raise SystemExit(4)

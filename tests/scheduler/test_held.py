@@ -1,0 +1,273 @@
+"""Held runs: a burst beyond the workers waits `queued`, is read once, and each run
+starts once, however it ends (an operator's cancel, another scheduler, a shutdown).
+
+The loop runs on the fake clock; the runs execute in a real pool of one worker, so
+everything past the first run of a pass is held.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from schedules import services
+from schedules.models import Run, RunReason, RunStatus
+from schedules.registry import registry
+from schedules.scheduler import claims, queued
+from schedules.scheduler import recorder as recorder_module
+from schedules.scheduler.engine import Scheduler
+from schedules.scheduler.executor import Executor, Outcome
+from schedules.scheduler.pool import PoolLimits, WorkerPool
+from schedules.scheduler.recorder import OutcomeRecorder
+from tests.factories import T0, FakeClock, create, every, inline_executor, make_schedule, runs_of
+
+
+@pytest.fixture
+async def narrow(clock: FakeClock, transactional_db):
+    """A scheduler with one worker and no backlog."""
+    pool = WorkerPool(PoolLimits(min_workers=0, max_workers=1, kill_grace=0.5, backlog=0))
+    instance = Scheduler(clock=clock, tasks=registry, executor=Executor(pool=pool, sync_workers=1))
+    await instance.start()
+    yield instance
+    if not instance._stopping:
+        await instance.shutdown()
+
+
+async def burst(tmp_path: Path, codes: list[str]) -> tuple[Path, Path]:
+    """A schedule whose run holds the worker until `gate` exists, then `codes`, all
+    due at the next minute; returns (the log of what executed, the gate)."""
+    log, gate = tmp_path / "log", tmp_path / "gate"
+    await create("first", "test.note", every(60), kwargs={"path": str(log), "label": "first",
+                                                          "after": str(gate)})  # fmt: skip
+    for code in codes:
+        await create(code, "test.note", every(60), kwargs={"path": str(log), "label": code})
+    return log, gate
+
+
+def executed(log: Path) -> list[str]:
+    return sorted(log.read_text().split()) if log.exists() else []
+
+
+async def statuses(codes: list[str]) -> dict[str, list[str]]:
+    return {code: [run.status for run in await runs_of(code)] for code in codes}
+
+
+async def settled(codes: list[str], *, seconds: float = 20.0) -> dict[str, list[str]]:
+    """Poll until no run of `codes` is queued or running (real worker processes)."""
+    for _ in range(int(seconds / 0.02)):
+        now = await statuses(codes)
+        pending = (RunStatus.QUEUED, RunStatus.RUNNING)
+        if not any(status in pending for runs in now.values() for status in runs):
+            return now
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"runs still pending: {now}")
+
+
+async def test_a_burst_beyond_the_workers_waits_queued_and_each_run_executes_once(
+    narrow, clock, tmp_path
+) -> None:
+    codes = [f"b{i}" for i in range(5)]
+    log, gate = await burst(tmp_path, codes)
+    clock.advance(60)
+    await narrow.run_pass()
+    assert await statuses(["first"]) == {"first": [RunStatus.RUNNING]}
+    assert await statuses(codes) == {code: [RunStatus.QUEUED] for code in codes}
+    assert len(narrow.held) == 5
+    passes = narrow.passes
+    gate.touch()
+    # No further pass: the held runs start as the worker frees up.
+    assert await settled(["first", *codes]) == {c: [RunStatus.SUCCEEDED] for c in ["first", *codes]}
+    assert narrow.passes == passes
+    assert executed(log) == sorted(["first", *codes])
+    assert len(narrow.held) == 0
+
+
+async def test_a_held_run_an_operator_cancels_never_executes(narrow, clock, tmp_path) -> None:
+    codes = ["b0", "b1", "b2"]
+    log, gate = await burst(tmp_path, codes)
+    clock.advance(60)
+    await narrow.run_pass()
+    (victim,) = await runs_of("b1")
+    await sync_to_async(services.run_cancel)(run=victim, by="alice")
+    gate.touch()
+    assert await settled(["first", *codes]) == {
+        "first": [RunStatus.SUCCEEDED],
+        "b0": [RunStatus.SUCCEEDED],
+        "b1": [RunStatus.CANCELLED],
+        "b2": [RunStatus.SUCCEEDED],
+    }
+    assert executed(log) == ["b0", "b2", "first"]
+
+
+async def test_a_held_run_another_scheduler_starts_first_executes_once(
+    narrow, clock, tmp_path
+) -> None:
+    codes = ["b0", "b1", "b2"]
+    log, gate = await burst(tmp_path, codes)
+    clock.advance(60)
+    await narrow.run_pass()
+    other = Scheduler(clock=clock, tasks=registry, executor=inline_executor())
+    await other.start()
+    await other.run_pass()  # the queued runs are ordinary queued runs to it
+    await other.wait_idle()
+    assert executed(log) == codes
+    gate.touch()
+    await settled(["first", *codes])
+    await other.shutdown()
+    assert executed(log) == sorted(["first", *codes])  # each once
+    assert {(r.status, r.scheduler) for c in codes for r in await runs_of(c)} == {
+        (RunStatus.SUCCEEDED, other.instance_id)
+    }
+
+
+async def test_held_runs_stay_queued_when_their_scheduler_stops_and_another_starts_them(
+    narrow, clock, tmp_path, settings
+) -> None:
+    settings.SILLO_SHUTDOWN_GRACE = 0.2
+    codes = ["b0", "b1"]
+    log, gate = await burst(tmp_path, codes)
+    clock.advance(60)
+    await narrow.run_pass()
+    await narrow.shutdown()
+    assert await statuses(["first", *codes]) == {
+        "first": [RunStatus.CANCELLED],
+        "b0": [RunStatus.QUEUED],
+        "b1": [RunStatus.QUEUED],
+    }
+    other = Scheduler(clock=clock, tasks=registry, executor=inline_executor())
+    await other.start()
+    await other.run_pass()
+    await other.wait_idle()
+    await other.shutdown()
+    assert await statuses(codes) == {code: [RunStatus.SUCCEEDED] for code in codes}
+    assert executed(log) == codes
+
+
+# ---------------------------------------------------------------- the database side
+
+
+def queued_runs(count: int, prefix: str) -> list[Run]:
+    runs = []
+    for i in range(count):
+        schedule = make_schedule(f"{prefix}{i}", "test.echo", every(3600))
+        runs.append(Run.objects.create(
+            schedule=schedule, schedule_code=schedule.code, task_name="test.echo",
+            reason=RunReason.SCHEDULED, slot=T0, not_before=T0,
+        ))  # fmt: skip
+    return runs
+
+
+def start(runs: list[Run], **extra) -> list[Run]:
+    started, _ = queued.start_held(
+        runs=runs, now=T0, instance_id="me", tasks=registry, local_in_flight={}, **extra
+    )
+    return started
+
+
+@pytest.mark.django_db
+def test_starting_held_runs_reads_no_run_again_and_costs_the_same_for_3_or_300() -> None:
+    few, many = queued_runs(3, "few"), queued_runs(300, "many")
+    with CaptureQueriesContext(connection) as few_queries:
+        assert len(start(few)) == 3
+    with CaptureQueriesContext(connection) as many_queries:
+        assert len(start(many)) == 300
+    assert len(few_queries) == len(many_queries)
+    # Held runs are checked by id, never read again (their kwargs are in memory).
+    assert not any('"schedules_run"."kwargs"' in q["sql"] for q in many_queries.captured_queries)
+    assert set(Run.objects.values_list("status", "scheduler")) == {(RunStatus.RUNNING, "me")}
+
+
+@pytest.mark.django_db
+def test_a_held_run_no_longer_queued_or_paused_is_left_out() -> None:
+    taken, cancelled, paused, kept = queued_runs(4, "h")
+    Run.objects.filter(pk=taken.pk).update(status=RunStatus.RUNNING, scheduler="other")
+    Run.objects.filter(pk=cancelled.pk).update(status=RunStatus.CANCELLED)
+    services.schedule_pause(schedule=paused.schedule, by="tester")
+    assert [run.pk for run in start([taken, cancelled, paused, kept])] == [kept.pk]
+    assert Run.objects.get(pk=taken.pk).scheduler == "other"
+
+
+@pytest.mark.django_db
+def test_a_run_whose_body_ended_here_does_not_count_against_max_instances() -> None:
+    (ended,) = queued_runs(1, "e")
+    Run.objects.filter(pk=ended.pk).update(status=RunStatus.RUNNING)
+    schedule_id = ended.schedule_id
+    assert claims.in_flight_counts([schedule_id], {}, ()) == {schedule_id: 1}
+    # Its outcome is still being written: it no longer executes.
+    assert claims.in_flight_counts([schedule_id], {}, {ended.pk}) == {}
+    # A sync thread of this process that outlived its timeout still does.
+    assert claims.in_flight_counts([schedule_id], {schedule_id: 1}, {ended.pk}) == {schedule_id: 1}
+
+
+@pytest.mark.django_db
+def test_passes_leave_held_runs_to_their_scheduler() -> None:
+    held, free = queued_runs(2, "p")
+    slots = claims.WorkerSlots(None, lambda name: True)
+    runs, _ = queued.claim_queued(
+        now=T0, instance_id="me", tasks=registry, limit=10, local_in_flight={}, slots=slots,
+        held=[held.pk],
+    )  # fmt: skip
+    assert [run.pk for run in runs] == [free.pk]
+    # Nor does the loop wake for a held run: it waits for a worker, not for a pass.
+    assert claims.next_wakeup(tasks=registry) == T0
+    next_slot = claims.next_wakeup(tasks=registry, include_queued=False)
+    assert next_slot > T0
+    assert claims.next_wakeup(tasks=registry, held=[held.pk]) == next_slot
+
+
+# ---------------------------------------------------------------- the recorder
+
+
+class StillClock(FakeClock):
+    """Time passes only when a wait is woken: a gathering batch waits until told."""
+
+    async def wait(self, seconds: float, wake: asyncio.Event) -> None:
+        self.waits.append(seconds)
+        await wake.wait()
+        wake.clear()
+
+
+def recorder_writing_to(batches: list[int], *, gather, clock=None) -> OutcomeRecorder:
+    async def db(fn, *, items, now):
+        batches.append(len(items))
+        return [(run, None, []) for run, _ in items]
+
+    return OutcomeRecorder(db=db, clock=clock or StillClock(), gather=gather)
+
+
+async def test_outcomes_gather_while_runs_wait_for_a_worker_and_go_when_none_does() -> None:
+    batches: list[int] = []
+    recorder = recorder_writing_to(batches, gather=lambda: True)
+    waits = [
+        asyncio.ensure_future(recorder.record(Run(pk=i), Outcome(RunStatus.SUCCEEDED)))
+        for i in range(3)
+    ]
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert batches == []  # gathering
+    recorder.stop_gathering()
+    await asyncio.gather(*waits)
+    assert batches == [3]
+
+
+async def test_gathered_outcomes_are_written_once_the_gathering_time_has_passed() -> None:
+    batches: list[int] = []
+    clock = FakeClock()
+    recorder = recorder_writing_to(batches, gather=lambda: True, clock=clock)
+    await asyncio.gather(
+        *(recorder.record(Run(pk=i), Outcome(RunStatus.SUCCEEDED)) for i in range(3))
+    )
+    assert batches == [3]
+    assert clock.waits == [recorder_module.GATHER]
+
+
+async def test_outcomes_are_written_at_once_when_nothing_waits_for_a_worker() -> None:
+    batches: list[int] = []
+    recorder = recorder_writing_to(batches, gather=lambda: False)
+    await recorder.record(Run(pk=1), Outcome(RunStatus.SUCCEEDED))
+    assert batches == [1]
