@@ -31,7 +31,7 @@ DEFAULTS: dict[str, Any] = {
     "SILLO_WORKER_IDLE_TIMEOUT": 60.0,  # idle workers beyond the minimum stop after this
     "SILLO_KILL_GRACE": 1.0,  # seconds between SIGTERM and SIGKILL when a run is stopped
     # Runs that wait in the scheduler for a worker beyond the busy ones; more wait queued.
-    "SILLO_WORKER_BACKLOG": 64,
+    "SILLO_WORKER_BACKLOG": 256,
     # Timeout of tasks that declare none; a task declares timeout=0 to run without one.
     "SILLO_DEFAULT_TIMEOUT": 3600.0,
     "SILLO_CLAIM_BATCH": 500,

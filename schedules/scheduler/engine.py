@@ -33,6 +33,7 @@ from .dbcalls import db_call, despite_cancel
 from .executor import Executor, Outcome, context_for, default_pool, new_output
 from .held import HeldRuns
 from .hooks import Hooks
+from .pace import Backlog
 from .pruner import Pruner
 from .recorder import OutcomeRecorder
 from .streaming import OutputStream
@@ -83,6 +84,11 @@ class Scheduler:
         # Runs are queued for want of a free worker: a finished run wakes the loop.
         self._waiting_for_worker = False
         self.held = HeldRuns(self)
+        pool = self.executor.pool
+        limits = pool.limits if pool is not None else None
+        self.backlog = Backlog(
+            limit=limits.backlog if limits else 0, floor=limits.max_workers if limits else 0
+        )
         # Runs whose body ended here and whose outcome is not yet written: no longer
         # executing, whatever the database says (max_instances counts them out).
         self.unrecorded: set[int] = set()
@@ -283,7 +289,15 @@ class Scheduler:
         pool = self.executor.pool
         if pool is None:
             return claims.UNLIMITED
-        return claims.WorkerSlots(max(0, pool.capacity - len(self._worker_runs)), self.needs_worker)
+        return claims.WorkerSlots(
+            max(0, self.worker_capacity() - len(self._worker_runs)), self.needs_worker
+        )
+
+    def worker_capacity(self) -> int:
+        """Runs that may be launched in workers at once: one per worker, plus the
+        backlog that waits in the scheduler at the workers' pace (pace.py)."""
+        pool = self.executor.pool
+        return pool.limits.max_workers + self.backlog.size() if pool is not None else 0
 
     def needs_worker(self, task_name: str) -> bool:
         return self.executor.in_worker(self.tasks.get(task_name))
@@ -392,6 +406,7 @@ class Scheduler:
     def _release_worker_slot(self, run_id: int) -> None:
         if run_id in self._worker_runs:
             self._worker_runs.discard(run_id)
+            self.backlog.finished()
             self._worker_freed()
 
     def _worker_freed(self) -> None:

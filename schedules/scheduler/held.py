@@ -73,8 +73,9 @@ class HeldRuns:
         pool = self._scheduler.executor.pool
         if not self._line or pool is None or self._starting():
             return
-        free = pool.capacity - self._scheduler.launched_in_workers()
-        if free >= min(max(1, pool.limits.backlog // 2), len(self._line)):
+        scheduler = self._scheduler
+        free = scheduler.worker_capacity() - scheduler.launched_in_workers()
+        if free >= min(max(1, scheduler.backlog.size() // 2), len(self._line)):
             runs = [heapq.heappop(self._line)[2] for _ in range(min(free, len(self._line)))]
             self._batch = asyncio.create_task(self._start(runs), name="held-runs")
 

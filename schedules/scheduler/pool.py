@@ -62,9 +62,8 @@ class PoolLimits:
     idle_timeout: float = 60.0
     kill_grace: float = 1.0
     # Runs that may wait in the scheduler for a worker (claimed, started as one frees)
-    # beyond the busy ones: a burst is handed over with no database round trip each;
-    # past it, runs wait `queued` in the database.
-    backlog: int = 64
+    # beyond the busy ones, at most: the scheduler keeps fewer at a slow pace (pace.py).
+    backlog: int = 256
 
 
 @dataclass(eq=False)
@@ -109,12 +108,6 @@ class WorkerPool:
     def waiting(self) -> int:
         """Runs waiting for a worker because every worker is busy."""
         return sum(1 for *_, waiter in self._waiters if not waiter.done())
-
-    @property
-    def capacity(self) -> int:
-        """Runs the scheduler may have launched at once: one per worker, plus the
-        backlog that waits in the scheduler for a worker to free up."""
-        return self.limits.max_workers + self.limits.backlog
 
     def pids(self) -> list[int]:
         return [w.pid for w in [*self._idle, *self._busy] if w.pid is not None]

@@ -18,10 +18,11 @@ from django.test.utils import CaptureQueriesContext
 from schedules import services
 from schedules.models import Run, RunReason, RunStatus
 from schedules.registry import registry
-from schedules.scheduler import claims, queued
+from schedules.scheduler import claims, pace, queued
 from schedules.scheduler import recorder as recorder_module
 from schedules.scheduler.engine import Scheduler
 from schedules.scheduler.executor import Executor, Outcome
+from schedules.scheduler.pace import Backlog
 from schedules.scheduler.pool import PoolLimits, WorkerPool
 from schedules.scheduler.recorder import OutcomeRecorder
 from tests.factories import T0, FakeClock, create, every, inline_executor, make_schedule, runs_of
@@ -271,3 +272,32 @@ async def test_outcomes_are_written_at_once_when_nothing_waits_for_a_worker() ->
     recorder = recorder_writing_to(batches, gather=lambda: False)
     await recorder.record(Run(pk=1), Outcome(RunStatus.SUCCEEDED))
     assert batches == [1]
+
+
+# ---------------------------------------------------------------- the backlog's pace
+
+
+def test_the_backlog_follows_the_workers_pace_within_its_limits() -> None:
+    now = [0.0]
+    backlog = Backlog(limit=256, floor=8, clock=lambda: now[0])
+    assert backlog.size() == 8  # nothing finished yet: one per worker
+    for _ in range(100):  # 400 runs a second
+        now[0] += 0.0025
+        backlog.finished()
+    assert backlog.size() == 200  # half a second's work at that pace
+    for _ in range(1000):
+        now[0] += 0.0001
+        backlog.finished()
+    assert backlog.size() == 256  # never past SILLO_WORKER_BACKLOG
+    now[0] += pace.WINDOW + 0.01  # the workers went quiet (long runs): back to the floor
+    assert backlog.size() == 8
+    assert Backlog(limit=0, floor=8).size() == 0  # no backlog: the workers only
+
+
+def test_long_runs_keep_few_runs_waiting_for_a_worker_as_running() -> None:
+    now = [0.0]
+    backlog = Backlog(limit=256, floor=8, clock=lambda: now[0])
+    for _ in range(8):  # eight workers finishing a run each second
+        now[0] += 0.125
+        backlog.finished()
+    assert backlog.size() == 8
