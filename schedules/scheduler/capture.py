@@ -289,6 +289,9 @@ class PipeWriter(io.TextIOBase):
             self.ship()
 
     def begin_run(self) -> None:
+        # Text written after the last run ended (a thread it left behind) is not this run's.
+        with self._lock:
+            self._pending, self._size = [], 0
         self._running.set()
 
     def end_run(self) -> None:

@@ -73,21 +73,31 @@ def in_flight_counts(
     return counts
 
 
+REPLACED = "replaced by a newer run"
+
+
 def start_or_skip(
-    run: Run, schedule: Schedule, *, now: datetime, instance_id: str, in_flight: int
+    run: Run,
+    schedule: Schedule,
+    *,
+    now: datetime,
+    instance_id: str,
+    in_flight: int,
+    ended: Collection[int] = (),
 ) -> list[int]:
     """Set the run running, or skipped when max_instances is reached.
 
-    Returns ids of runs that `overlap="replace"` cancelled.
+    Returns ids of runs that `overlap="replace"` cancelled: the ones still
+    executing (a run whose body ended here keeps its outcome, being written).
     """
     replaced: list[int] = []
     if in_flight >= schedule.max_instances:
         if schedule.overlap == "replace":
             running = Run.objects.running().filter(schedule=schedule)
+            if ended:
+                running = running.exclude(pk__in=list(ended))
             replaced = list(running.values_list("pk", flat=True))
-            running.update(
-                status=RunStatus.CANCELLED, finished_at=now, error="replaced by a newer run"
-            )
+            running.update(status=RunStatus.CANCELLED, finished_at=now, error=REPLACED)
         else:
             run.status = RunStatus.SKIPPED
             run.finished_at = now
@@ -184,7 +194,7 @@ def _claim_batch(plans, now, instance_id, local, slots: WorkerSlots):
                 firsts.append(first)
                 continue
             replaced += start_or_skip(
-                first, schedule, now=now, instance_id=instance_id, in_flight=busy
+                first, schedule, now=now, instance_id=instance_id, in_flight=busy, ended=local[1]
             )
             if first.status == RunStatus.RUNNING:
                 in_flight[schedule.pk] = in_flight.get(schedule.pk, 0) + 1

@@ -12,7 +12,7 @@ from datetime import datetime
 from django.db import connection, transaction
 
 from .. import counters
-from ..models import Dispatch, Run, RunReason, RunStatus
+from ..models import Dispatch, Run, RunReason, RunStatus, Schedule
 from ..registry import Registry
 from . import chains, claims, dispatch
 from .outcomes import record_on_schedules
@@ -129,9 +129,14 @@ def _lock_queued(chosen: dict[int, str], known: dict[int, Run]):
     mentioned = [run_id for run_id in chosen if run_id in known]
     unknown = [run_id for run_id in chosen if run_id not in known]
     if mentioned:
-        # Still queued, its schedule still there and not paused (`startable`).
+        # Still queued, its schedule still there and not paused (`startable`); the
+        # schedule read afresh (an edit made while the run was held applies to it).
         still = Run.objects.queued().startable().filter(pk__in=mentioned, schedule__isnull=False)
-        by_id.update((pk, known[pk]) for pk in _locked(still).values_list("pk", flat=True))
+        schedule_of = dict(_locked(still).values_list("pk", "schedule_id"))
+        fresh = Schedule.objects.in_bulk(set(schedule_of.values()))
+        for pk, schedule_id in schedule_of.items():
+            known[pk].schedule = fresh[schedule_id]
+            by_id[pk] = known[pk]
     if unknown:
         rows = Run.objects.select_related("schedule").filter(
             pk__in=unknown, status=RunStatus.QUEUED
@@ -151,7 +156,7 @@ class _QueuedBatch:
     starts) is written in one UPDATE; skips, misfits and waits one by one."""
 
     def __init__(self, runs: list[Run], *, now: datetime, instance_id: str, local: tuple) -> None:
-        self.now, self.instance_id, self.local = now, instance_id, local[0]
+        self.now, self.instance_id, self.local, self.ended = now, instance_id, *local
         schedule_ids = [run.schedule_id for run in runs if run.schedule_id is not None]
         self.in_flight = claims.in_flight_counts(schedule_ids, *local)
         self.starting: list[int] = []
@@ -186,11 +191,16 @@ class _QueuedBatch:
             if busy >= schedule.max_instances and schedule.overlap == "replace":
                 self.flush()  # runs started in this batch are replaced too
             replaced = claims.start_or_skip(
-                run, schedule, now=now, instance_id=self.instance_id, in_flight=busy
-            )
+                run, schedule, now=now, instance_id=self.instance_id, in_flight=busy,
+                ended=self.ended,
+            )  # fmt: skip
             if replaced:
                 self.replaced += replaced
                 busy = self.local.get(schedule.pk, 0)
+                for earlier in self.claimed:  # started in this batch: replaced before it ran
+                    if earlier.pk in replaced:
+                        earlier.status, earlier.finished_at = RunStatus.CANCELLED, now
+                        earlier.error = claims.REPLACED
             if run.status == RunStatus.RUNNING:
                 self.starting.append(run.pk)
                 self.in_flight[schedule.pk] = busy + 1

@@ -59,7 +59,7 @@ class OutcomeRecorder:
 
     async def _flush(self) -> None:
         while self._pending:
-            if self._gather():
+            if self._gather() and len(self._pending) < BATCH:
                 await self._clock.wait(GATHER, self._go)
             batch, self._pending = self._pending[:BATCH], self._pending[BATCH:]
             items = [(run, vars(outcome)) for run, outcome, _ in batch]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import threading
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -13,7 +14,7 @@ from schedules import services
 from schedules.events import RunOutputEvent, run_group
 from schedules.models import Run, RunOutput, RunStatus
 from schedules.scheduler import retention
-from schedules.scheduler.capture import OutputBuffer, capturing
+from schedules.scheduler.capture import OutputBuffer, PipeWriter, capturing
 from schedules.scheduler.dispatch import execute_run
 from schedules.scheduler.pool import PoolLimits, WorkerPool
 from schedules.scheduler.streaming import OutputStream
@@ -111,6 +112,26 @@ async def test_a_run_that_prints_nothing_streams_nothing_and_one_that_prints_str
     quiet.write("too late\n")  # after the run ended: no stream starts
     await asyncio.sleep(0)
     assert streams[0]._task is None
+
+
+def test_text_left_over_from_a_finished_run_is_not_the_next_runs() -> None:
+    class Pipe:
+        def __init__(self) -> None:
+            self.sent: list[dict] = []
+
+        def send(self, message: dict) -> None:
+            self.sent.append(message)
+
+    pipe = Pipe()
+    writer = PipeWriter(pipe, threading.Lock())
+    writer.begin_run()
+    writer.write("first run\n")
+    writer.end_run()
+    writer.write("a thread the first run left behind\n")
+    writer.begin_run()
+    writer.write("second run\n")
+    writer.end_run()
+    assert pipe.sent == [{"output": "first run\n"}, {"output": "second run\n"}]
 
 
 async def test_a_worker_keeps_each_runs_output_apart(settings) -> None:

@@ -8,6 +8,7 @@ everything past the first run of a pass is held.
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from schedules import services
-from schedules.models import Run, RunReason, RunStatus
+from schedules.models import Run, RunReason, RunStatus, Schedule
 from schedules.registry import registry
 from schedules.scheduler import claims, pace, queued
 from schedules.scheduler import recorder as recorder_module
@@ -205,6 +206,47 @@ def test_a_run_whose_body_ended_here_does_not_count_against_max_instances() -> N
     assert claims.in_flight_counts([schedule_id], {schedule_id: 1}, {ended.pk}) == {schedule_id: 1}
 
 
+def replacing_runs(*statuses: str) -> list[Run]:
+    """Runs of one schedule (max_instances=1, overlap="replace"), one slot each."""
+    schedule = make_schedule("swap", "test.echo", every(3600), overlap="replace")
+    return [
+        Run.objects.create(
+            schedule=schedule, schedule_code="swap", task_name="test.echo", status=status,
+            reason=RunReason.SCHEDULED, slot=T0 + timedelta(minutes=i), not_before=T0,
+        )
+        for i, status in enumerate(statuses)
+    ]  # fmt: skip
+
+
+@pytest.mark.django_db
+def test_replace_within_one_held_batch_cancels_the_earlier_run_before_it_runs() -> None:
+    earlier, later = replacing_runs(RunStatus.QUEUED, RunStatus.QUEUED)
+    started = {run.pk: run.status for run in start([earlier, later])}
+    assert started == {earlier.pk: RunStatus.CANCELLED, later.pk: RunStatus.RUNNING}
+    assert dict(Run.objects.values_list("pk", "status")) == started
+
+
+@pytest.mark.django_db
+def test_replace_keeps_a_run_whose_body_ended_here_while_its_outcome_is_written() -> None:
+    ended, executing, waiting = replacing_runs(
+        RunStatus.RUNNING, RunStatus.RUNNING, RunStatus.QUEUED
+    )
+    start([waiting], ended={ended.pk})
+    assert dict(Run.objects.values_list("pk", "status")) == {
+        ended.pk: RunStatus.RUNNING,  # its real outcome is on its way
+        executing.pk: RunStatus.CANCELLED,
+        waiting.pk: RunStatus.RUNNING,
+    }
+
+
+@pytest.mark.django_db
+def test_a_held_run_starts_with_its_schedule_as_edited_since_it_was_held() -> None:
+    (held,) = queued_runs(1, "edited")
+    Schedule.objects.filter(pk=held.schedule_id).update(timeout=5, max_attempts=4)
+    (run,) = start([held])
+    assert (run.schedule.timeout, run.schedule.max_attempts) == (5, 4)
+
+
 @pytest.mark.django_db
 def test_passes_leave_held_runs_to_their_scheduler() -> None:
     held, free = queued_runs(2, "p")
@@ -265,6 +307,16 @@ async def test_gathered_outcomes_are_written_once_the_gathering_time_has_passed(
     )
     assert batches == [3]
     assert clock.waits == [recorder_module.GATHER]
+
+
+async def test_a_full_batch_is_written_without_waiting_even_while_gathering(monkeypatch) -> None:
+    monkeypatch.setattr(recorder_module, "BATCH", 3)
+    batches: list[int] = []
+    recorder = recorder_writing_to(batches, gather=lambda: True)  # its clock never wakes
+    await asyncio.gather(
+        *(recorder.record(Run(pk=i), Outcome(RunStatus.SUCCEEDED)) for i in range(3))
+    )
+    assert batches == [3]
 
 
 async def test_outcomes_are_written_at_once_when_nothing_waits_for_a_worker() -> None:
