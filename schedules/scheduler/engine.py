@@ -253,7 +253,7 @@ class Scheduler:
         # still awaits the database must wake the loop for the runs left queued.
         self._waiting_for_worker = slots.free == 0
         # Due runs start before the queue is read: their slot is now.
-        await self.cancel_local(replaced, "replaced by a newer run")
+        await self.cancel_local(replaced, claims.REPLACED)
         for run in runs:
             await self.launch(run)
             self.held.hold(run)  # queued for want of a worker: started as workers free up
@@ -269,7 +269,7 @@ class Scheduler:
             ended=set(self.unrecorded),
         )
         self._waiting_for_worker = slots.free == 0
-        await self.cancel_local(replaced, "replaced by a newer run")
+        await self.cancel_local(replaced, claims.REPLACED)
         for run in waited:
             await self.launch(run)
         if self._waiting_for_worker and self.executor.pool is not None:
@@ -358,7 +358,7 @@ class Scheduler:
             only=run_id,
             dispatch_kind=dispatch_kind,
         )
-        await self.cancel_local(replaced, "replaced by a newer run")
+        await self.cancel_local(replaced, claims.REPLACED)
         for run in runs:
             await self.launch(run)
         await self.wait_idle()

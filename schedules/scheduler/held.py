@@ -23,7 +23,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from ..models import Dispatch, Run, RunStatus
-from . import queued
+from . import claims, queued
 
 if TYPE_CHECKING:
     from .engine import Scheduler
@@ -111,7 +111,7 @@ class HeldRuns:
             self._ids.difference_update(run.pk for run in runs)
             if not self._ids:
                 scheduler.recorder.stop_gathering()
-        await scheduler.cancel_local(replaced, "replaced by a newer run")
+        await scheduler.cancel_local(replaced, claims.REPLACED)
         for run in started:
             if run.status != RunStatus.QUEUED:  # still queued: a catch-up told to wait
                 await scheduler.launch(run)

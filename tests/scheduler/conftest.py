@@ -31,12 +31,20 @@ async def scheduler(clock: FakeClock, transactional_db):
     test_tasks.sync_gate.clear()
 
 
-@pytest.fixture
-async def pooled(clock: FakeClock, transactional_db):
-    """A scheduler whose runs execute in a real pool of at most two workers."""
-    pool = WorkerPool(PoolLimits(min_workers=0, max_workers=2, kill_grace=0.5, backlog=0))
-    instance = Scheduler(clock=clock, tasks=registry, executor=Executor(pool=pool, sync_workers=2))
+async def pooled_scheduler(clock: FakeClock, workers: int):
+    """A started scheduler whose runs execute in a real pool of at most `workers`
+    worker processes and no backlog; shut down when the test ends."""
+    pool = WorkerPool(PoolLimits(min_workers=0, max_workers=workers, kill_grace=0.5, backlog=0))
+    executor = Executor(pool=pool, sync_workers=workers)
+    instance = Scheduler(clock=clock, tasks=registry, executor=executor)
     await instance.start()
     yield instance
     if not instance._stopping:
         await instance.shutdown()
+
+
+@pytest.fixture
+async def pooled(clock: FakeClock, transactional_db):
+    """A scheduler whose runs execute in a real pool of at most two workers."""
+    async for instance in pooled_scheduler(clock, 2):
+        yield instance

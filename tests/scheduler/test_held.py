@@ -22,22 +22,18 @@ from schedules.registry import registry
 from schedules.scheduler import claims, pace, queued
 from schedules.scheduler import recorder as recorder_module
 from schedules.scheduler.engine import Scheduler
-from schedules.scheduler.executor import Executor, Outcome
+from schedules.scheduler.executor import Outcome
 from schedules.scheduler.pace import Backlog
-from schedules.scheduler.pool import PoolLimits, WorkerPool
 from schedules.scheduler.recorder import OutcomeRecorder
 from tests.factories import T0, FakeClock, create, every, inline_executor, make_schedule, runs_of
+from tests.scheduler.conftest import pooled_scheduler
 
 
 @pytest.fixture
 async def narrow(clock: FakeClock, transactional_db):
     """A scheduler with one worker and no backlog."""
-    pool = WorkerPool(PoolLimits(min_workers=0, max_workers=1, kill_grace=0.5, backlog=0))
-    instance = Scheduler(clock=clock, tasks=registry, executor=Executor(pool=pool, sync_workers=1))
-    await instance.start()
-    yield instance
-    if not instance._stopping:
-        await instance.shutdown()
+    async for instance in pooled_scheduler(clock, 1):
+        yield instance
 
 
 async def burst(tmp_path: Path, codes: list[str]) -> tuple[Path, Path]:
