@@ -45,7 +45,7 @@ logger = logging.getLogger(__name__)
 STARTUP_TIMEOUT = 60.0  # seconds a new worker may take to set Django up
 
 
-# Workers a run is sent to before its worker's death is its failure (see _deliver).
+# Workers a run is sent to before its worker's death is its failure (see _never_read).
 DELIVERY_TRIES = 3
 
 
@@ -162,22 +162,32 @@ class WorkerPool:
         reaches `output`.
         """
         level = False if output is None else capture_level
-        worker = await self._deliver(worker, (task_name, kwargs, result_limit, level))
-        try:
-            while True:
+        request = (task_name, kwargs, result_limit, level)
+        tries = DELIVERY_TRIES
+        while True:
+            taken = False  # whether the worker has read the run (see _never_read)
+            try:
+                sent = False
+                worker.conn.send(request)
+                sent = True
                 reply = await self._receive(worker)
-                if "output" not in reply:
-                    break
-                if output is not None:
-                    output(reply["output"])
-        except asyncio.CancelledError:
-            # Shielded: a second cancellation (shutdown after a timeout) must not
-            # leave the worker half stopped.
-            await asyncio.shield(self._stop(worker, drain=output))
-            raise
-        except (EOFError, OSError) as exc:
-            await asyncio.shield(self._stop(worker, drain=output))
-            raise WorkerDied(child.exit_description(worker.process.exitcode)) from exc
+                taken = True
+                while "output" in reply:
+                    if output is not None:
+                        output(reply["output"])
+                    reply = await self._receive(worker)
+                break
+            except asyncio.CancelledError:
+                # Shielded: a second cancellation (shutdown after a timeout) must not
+                # leave the worker half stopped.
+                await asyncio.shield(self._stop(worker, drain=output))
+                raise
+            except (EOFError, OSError) as exc:
+                await asyncio.shield(self._stop(worker, drain=output))
+                tries -= 1
+                if taken or not tries or not _never_read(exc, sent=sent):
+                    raise WorkerDied(child.exit_description(worker.process.exitcode)) from exc
+            worker = await self.acquire()
         worker.runs += 1
         memory = reply.pop("peak_memory_mb", 0)
         limit = self.limits.max_memory_mb
@@ -185,27 +195,6 @@ class WorkerPool:
             worker.retire = True
         self.release(worker)
         return reply
-
-    async def _deliver(self, worker: Worker, request: tuple) -> Worker:
-        """Send a run to its worker; returns the worker that has it.
-
-        A worker killed while idle (the OOM killer, kill -9) can still look alive
-        until the fork server reports its death, and a send to it fails: the run
-        never reached it, so it goes to another worker rather than failing.
-        """
-        for _ in range(DELIVERY_TRIES - 1):
-            try:
-                worker.conn.send(request)
-                return worker
-            except OSError:
-                await asyncio.shield(self._stop(worker))
-                worker = await self.acquire()
-        try:
-            worker.conn.send(request)
-        except OSError as exc:
-            await asyncio.shield(self._stop(worker))
-            raise WorkerDied(child.exit_description(worker.process.exitcode)) from exc
-        return worker
 
     async def acquire(self, priority: int = 0) -> Worker:
         """An idle worker, or a new one (ready: Django set up), waiting while all
@@ -431,6 +420,19 @@ def _prepare_fork_server(context: Any) -> None:
 def _database_settings() -> dict[str, Any]:
     """The databases as this process uses them, for the worker to use the same ones."""
     return {alias: dict(connections.settings[alias]) for alias in connections.settings}
+
+
+def _never_read(error: BaseException, *, sent: bool) -> bool:
+    """Whether a worker's end, seen as `error`, came before it read the run sent to it.
+
+    A worker killed while idle (the OOM killer, kill -9) looks alive until the fork
+    server reports its death, and its socket stays open until its last thread has
+    exited. A run sent meanwhile either fails to send, or is left unread when the
+    socket closes, which the kernel reports to us as a reset rather than an end.
+    Either way the run never began there, so it goes to another worker. An end
+    (EOF) after the send means the worker read it: the run may have begun.
+    """
+    return not sent or isinstance(error, ConnectionResetError)
 
 
 def _alive(process: BaseProcess) -> bool:

@@ -91,15 +91,46 @@ async def test_an_idle_worker_killed_from_outside_fails_no_run(pool, monkeypatch
     first = (await run(workers, "test.pid"))["result"]
     (idle,) = [worker.process for worker in workers._idle if worker.process.pid == first]
     os.kill(first, signal.SIGKILL)  # the OOM killer, an operator's kill -9
-    while alive(first) or (reported and pool_module._alive(idle)):
-        await asyncio.sleep(0.01)  # a real process's death, reaped by the fork server
+    while pool_module._alive(idle):
+        await asyncio.sleep(0.01)  # gone: reaped by the fork server, its socket closed
     if not reported:
         # The fork server reports a death a moment after it reaps the process: until
-        # then the worker looks alive, and the run is sent to a dead pipe.
+        # then the worker looks alive, and the run is sent to a closed socket.
         monkeypatch.setattr(pool_module, "_alive", lambda process: True)
     reply = await run(workers, "test.pid")
     assert reply["ok"]  # the run went to a new worker
     assert reply["result"] != first
+
+
+async def test_a_worker_killed_as_a_run_reaches_it_passes_the_run_on(pool) -> None:
+    """The run is in the worker's socket, unread, when the worker dies (a process
+    whose last thread is still exiting keeps its socket open after the kill)."""
+    workers = pool(max_workers=1)
+    first = (await run(workers, "test.pid"))["result"]
+    os.kill(first, signal.SIGSTOP)  # alive, but reads nothing
+    running = asyncio.ensure_future(run(workers, "test.pid"))
+    while not workers.busy_pids():
+        await asyncio.sleep(0.01)
+    assert workers.busy_pids() == [first]
+    await asyncio.sleep(0.1)  # the run is sent, and waits unread
+    assert not running.done()
+    os.kill(first, signal.SIGKILL)
+    reply = await running
+    assert reply["ok"]  # the run went to a new worker, once
+    assert reply["result"] != first
+    assert not alive(first)
+
+
+async def test_a_worker_that_read_its_run_and_died_is_the_runs_failure(pool) -> None:
+    """Once read, a run may have begun: it is never sent to a second worker."""
+    workers = pool(max_workers=1)
+    first = (await run(workers, "test.pid"))["result"]
+    running = asyncio.ensure_future(run(workers, "test.sleep", seconds=30))
+    await asyncio.sleep(0.3)  # the body is executing now
+    os.kill(first, signal.SIGKILL)
+    with pytest.raises(WorkerDied, match="SIGKILL"):
+        await running
+    assert workers.busy_pids() == []
 
 
 async def cancel_after_start(workers: WorkerPool, task: str, **kwargs) -> tuple[int, float]:
