@@ -17,6 +17,7 @@ import inspect
 import json
 import os
 import resource
+import select
 import signal
 import threading
 import traceback
@@ -48,6 +49,10 @@ def main(conn: Connection, databases: dict[str, Any]) -> None:
     # The run's output is shipped from a thread as well: one send at a time on the pipe.
     send_lock = threading.Lock()
     writer = PipeWriter(conn, send_lock).start()
+    running = threading.Event()
+    threading.Thread(
+        target=_end_with_the_scheduler, args=(conn, running), name="sillo-orphan-watch", daemon=True
+    ).start()
     while True:
         try:
             request = conn.recv()
@@ -56,11 +61,13 @@ def main(conn: Connection, databases: dict[str, Any]) -> None:
         if request is None:
             return
         task_name, kwargs, result_limit, capture_level = request
+        running.set()
         if capture_level is False:  # capture off (SILLO_OUTPUT_MAX_CHARS = 0)
             reply = _run(registry.get(task_name), task_name, kwargs, result_limit, runner)
         else:
             with capturing_in_worker(writer, capture_level):
                 reply = _run(registry.get(task_name), task_name, kwargs, result_limit, runner)
+        running.clear()
         close_old_connections()
         reply["peak_memory_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         try:
@@ -68,6 +75,24 @@ def main(conn: Connection, databases: dict[str, Any]) -> None:
                 conn.send(reply)
         except (BrokenPipeError, OSError):
             return
+
+
+def _end_with_the_scheduler(conn: Connection, running: threading.Event) -> None:
+    """End the worker if its scheduler ends while a run executes here.
+
+    A scheduler killed outright (SIGKILL, the OOM killer) has its runs marked
+    `interrupted` by its peers, which may retry them: a worker left executing
+    the old attempt would run the slot twice, unseen. Nor does the worker end
+    with the fork server, which every worker keeps alive. The scheduler never
+    writes to a worker during a run, so the pipe closing is the sign; an idle
+    worker leaves by its main loop, which reads the end.
+    """
+    watch = select.poll()
+    watch.register(conn.fileno(), select.POLLHUP | getattr(select, "POLLRDHUP", 0))
+    while not watch.poll():
+        pass
+    running.wait()  # a run executing, or one read just before the scheduler ended
+    os._exit(1)
 
 
 def _setup_django(databases: dict[str, Any]) -> None:

@@ -13,6 +13,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from tests.factories import alive
+
 from .conftest import ROOT, free_port, rarely
 
 pytestmark = pytest.mark.slow
@@ -101,6 +103,33 @@ def test_a_run_killed_mid_way_is_interrupted_by_the_next_start(site) -> None:
     rows = site.wait_for("SELECT error FROM schedules_run WHERE status='interrupted'", timeout=10)
     assert rows[0][0].endswith("stopped before the run finished")
     assert site.stop(second) == 0
+
+
+def test_a_killed_schedulers_runs_stop_with_it(site, tmp_path) -> None:
+    """Its peers mark its runs interrupted and may retry them: a worker left executing
+    the old attempt would run the slot twice."""
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    site.schedule("long", "test.hold", rarely(), kwargs={"marker_dir": str(markers), "seconds": 3})
+    site.python(
+        "from schedules import services; from schedules.models import Schedule; "
+        "services.schedule_run_now(schedule=Schedule.objects.get(code='long'))"
+    )
+    first = site.start()
+    site.wait_for("SELECT id FROM schedules_run WHERE status='running'")
+    deadline = time.monotonic() + 20
+    while not list(markers.glob("*.start")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    (started,) = markers.glob("*.start")
+    worker = int(started.stem)
+    first.send_signal(signal.SIGKILL)
+    first.wait(timeout=10)
+    deadline = time.monotonic() + 2
+    while alive(worker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(worker)
+    time.sleep(3.5)  # past the body's own end
+    assert not list(markers.glob("*.end"))
 
 
 def test_sigterm_lets_a_run_finish_within_the_grace_period(site) -> None:
