@@ -65,8 +65,19 @@ def _pid_exists(pid: int) -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
-    return True
+        pass
+    return not _exited(pid)
+
+
+def _exited(pid: int) -> bool:
+    """Whether the process has ended and waits to be reaped (a zombie). A supervisor
+    may be slow to reap, and a container's first process may never do it; a killed
+    scheduler stays a zombie meanwhile, but its runs are already dead."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[-1].split()[0] == "Z"
+    except (OSError, IndexError):  # no /proc (not Linux): the signal check is all there is
+        return False
 
 
 def recover_crashed(*, now: datetime, stale_after: float, host: str) -> list[Run]:

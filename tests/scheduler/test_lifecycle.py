@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import signal
+import subprocess
+import sys
 from datetime import timedelta
 
 import pytest
@@ -463,6 +466,35 @@ async def test_a_dead_pid_on_this_node_is_recovered_at_once(scheduler, clock) ->
     await scheduler.run_pass()
     peer = await sync_to_async(SchedulerInstance.objects.get)(id="crashed")
     assert peer.stopped_at is not None
+
+
+async def test_a_killed_scheduler_not_yet_reaped_on_this_node_is_recovered_at_once(
+    scheduler, clock
+) -> None:
+    """A supervisor that is slow to reap (or a container's first process, which may
+    never) leaves the killed scheduler a zombie: it has still ended."""
+    from schedules.scheduler.instances import NODE
+
+    killed = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        killed.send_signal(signal.SIGKILL)
+        while not _is_zombie(killed.pid):
+            await asyncio.sleep(0.01)
+        await sync_to_async(SchedulerInstance.objects.create)(
+            id="zombie", host=scheduler.host, pid=killed.pid, node=NODE,
+            heartbeat_at=timezone.now(),
+        )  # fmt: skip
+        scheduler._last.pop("heartbeat", None)
+        await scheduler.run_pass()
+        peer = await sync_to_async(SchedulerInstance.objects.get)(id="zombie")
+        assert peer.stopped_at is not None
+    finally:
+        killed.wait()
+
+
+def _is_zombie(pid: int) -> bool:
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().rsplit(")", 1)[-1].split()[0] == "Z"
 
 
 def test_a_heartbeat_slower_than_a_third_of_the_staleness_is_refused(settings) -> None:
