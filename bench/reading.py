@@ -9,6 +9,7 @@ earlier review measured) is set apart and labelled as background.
 from __future__ import annotations
 
 from formatting import median, table
+from takeover_report import takeover_reading, takeover_targets
 from verdicts import MET, next_fire_comparison, targets
 
 BACKGROUND = "_Background (the design, not measured in this run):"
@@ -247,7 +248,7 @@ def hostile_reading(hostile: dict) -> str:
 
 
 def targets_and_reading(facts: dict) -> tuple[str, str]:
-    rows, reading = targets(facts), []
+    rows, reading = targets(facts) + takeover_targets(facts.get("takeover")), []
     if facts.get("next_fire"):
         reading.append(next_fire_reading(facts["next_fire"]["cases"]))
     if facts.get("scheduler"):
@@ -258,6 +259,8 @@ def targets_and_reading(facts: dict) -> tuple[str, str]:
         reading.append(live_reading(facts["live"]))
     if facts.get("hostile"):
         reading.append(hostile_reading(facts["hostile"]))
+    if facts.get("takeover"):
+        reading.append(takeover_reading(facts["takeover"]))
     missed = [row for row in rows if row[2] != MET]
     if missed:
         reading.append(

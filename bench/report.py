@@ -24,14 +24,15 @@ from sections import (
     postgres_section,
     scheduler_sections,
 )
+from takeover_report import plot_takeover, takeover_section
 
 DOCS = ROOT / "docs"
 TARGET = DOCS / "benchmarks.md"
 ASSETS = DOCS / "benchmarks"
 
 
-BENCHMARKS = ["next_fire", "scheduler", "scheduler_postgres", "dashboard", "isolation",
-              "live_log", "hostile_input"]  # fmt: skip
+BENCHMARKS = ["next_fire", "scheduler", "scheduler_postgres", "takeover", "dashboard",
+              "isolation", "live_log", "hostile_input"]  # fmt: skip
 
 
 def write_report(results: Path, runs: dict) -> Path:
@@ -49,6 +50,10 @@ def write_report(results: Path, runs: dict) -> Path:
     data = documents.get("scheduler_postgres")
     if data:
         sections.append(("Several schedulers on PostgreSQL", postgres_section(data)))
+    data = facts["takeover"] = documents.get("takeover")
+    if data:
+        sections.append(("A scheduler killed: takeover", takeover_section(data)))
+        plot_takeover(data, ASSETS / "takeover.svg")
     data = documents.get("dashboard")
     if data:
         text, facts["dashboard"] = dashboard_section(data)

@@ -28,6 +28,7 @@ BENCHMARKS = [
     "scheduler",
     "isolation",
     "scheduler_postgres",
+    "takeover",
     "dashboard",
     "live_log",
     "hostile_input",

@@ -28,6 +28,8 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -90,27 +92,9 @@ def read_executions(path: Path) -> list[tuple[str, float]]:
     return found
 
 
-def run_case(url: str, env: dict, schedulers: int, shape: dict, folder: Path) -> dict:
-    first = datetime.now(UTC) + timedelta(seconds=shape["lead"])
-    measured = first + timedelta(seconds=shape["warmup"])
-    burst_at = measured + timedelta(seconds=shape["windows"] * shape["window"] + 0.5)
-    rows = [
-        schedule_row(f"s{i}", first + timedelta(seconds=EVERY * i / STEADY), EVERY)
-        for i in range(STEADY)
-    ]
-    for k in range(shape["bursts"]):
-        at = burst_at + timedelta(seconds=k * shape["burst_every"])
-        rows += [schedule_row(f"b{k}.{i}", at, 86400.0) for i in range(BURST)]
-    with psycopg.connect(url, autocommit=True) as db:
-        db.execute(
-            "TRUNCATE schedules_run, schedules_schedule, schedules_schedulerinstance CASCADE"
-        )
-    from schedules.models import Schedule
-
-    Schedule.objects.bulk_create(rows, batch_size=1000)
-    executions = folder / f"executions-{schedulers}.txt"
+def start_schedulers(env: dict, executions: Path, logs: list[Path]) -> list[subprocess.Popen]:
+    """One `runscheduler` per log file, their task bodies noting into `executions`."""
     executions.unlink(missing_ok=True)
-    logs = [folder / f"scheduler-{schedulers}-{i}.log" for i in range(schedulers)]
     processes = []
     for log in logs:
         with log.open("w") as output:
@@ -122,6 +106,55 @@ def run_case(url: str, env: dict, schedulers: int, shape: dict, folder: Path) ->
                     stderr=output,
                 )  # fmt: skip
             )
+    return processes
+
+
+@contextmanager
+def prepared_server(folder: Path) -> Iterator[tuple[str, dict, dict]]:
+    """A throwaway durable PostgreSQL with the product's tables, this process's models
+    pointed at it: (its database URL, the schedulers' environment, its settings)."""
+    with postgres(durable=True) as server:
+        url = server.rsplit("/", 1)[0] + "/sillo_bench"
+        with psycopg.connect(server, autocommit=True) as db:
+            db.execute("CREATE DATABASE sillo_bench")
+            durability = server_settings(db)
+        env = {**os.environ, "DATABASE_URL": url, "DJANGO_SETTINGS_MODULE": "bench.settings",
+               "SILLO_DATA_DIR": str(folder), "DJANGO_LOG_LEVEL": "WARNING"}  # fmt: skip
+        env.pop("REDIS_URL", None)
+        subprocess.run([sys.executable, str(ROOT / "manage.py"), "migrate"], env=env, check=True,
+                       capture_output=True)  # fmt: skip
+        # This process writes the schedule records through the models, on that database.
+        os.environ.update({k: env[k] for k in ("DATABASE_URL", "DJANGO_SETTINGS_MODULE",
+                                               "SILLO_DATA_DIR")})  # fmt: skip
+        django.setup()
+        yield url, env, durability
+
+
+def clear_tables(url: str) -> None:
+    with psycopg.connect(url, autocommit=True) as db:
+        db.execute(
+            "TRUNCATE schedules_run, schedules_schedule, schedules_schedulerinstance CASCADE"
+        )
+
+
+def run_case(url: str, env: dict, schedulers: int, shape: dict, folder: Path) -> dict:
+    first = datetime.now(UTC) + timedelta(seconds=shape["lead"])
+    measured = first + timedelta(seconds=shape["warmup"])
+    burst_at = measured + timedelta(seconds=shape["windows"] * shape["window"] + 0.5)
+    rows = [
+        schedule_row(f"s{i}", first + timedelta(seconds=EVERY * i / STEADY), EVERY)
+        for i in range(STEADY)
+    ]
+    for k in range(shape["bursts"]):
+        at = burst_at + timedelta(seconds=k * shape["burst_every"])
+        rows += [schedule_row(f"b{k}.{i}", at, 86400.0) for i in range(BURST)]
+    clear_tables(url)
+    from schedules.models import Schedule
+
+    Schedule.objects.bulk_create(rows, batch_size=1000)
+    executions = folder / f"executions-{schedulers}.txt"
+    logs = [folder / f"scheduler-{schedulers}-{i}.log" for i in range(schedulers)]
+    processes = start_schedulers(env, executions, logs)
     ends = burst_at + timedelta(seconds=shape["bursts"] * shape["burst_every"] + 1.0)
     time.sleep(max(0.0, (ends - datetime.now(UTC)).total_seconds()))
     # Slower than the bursts: a few more seconds to start them all (as on SQLite).
@@ -188,21 +221,8 @@ def main() -> None:
     print(f"PostgreSQL: {STEADY} schedules every {EVERY:g}s ({STEADY / EVERY:.0f} runs/s) and "
           f"bursts of {BURST}; {shape}", flush=True)  # fmt: skip
     results = []
-    with postgres(durable=True) as server:
-        url = server.rsplit("/", 1)[0] + "/sillo_bench"
-        with psycopg.connect(server, autocommit=True) as db:
-            db.execute("CREATE DATABASE sillo_bench")
-            durability = server_settings(db)
+    with prepared_server(folder) as (url, env, durability):
         print(f"PostgreSQL {durability}", flush=True)
-        env = {**os.environ, "DATABASE_URL": url, "DJANGO_SETTINGS_MODULE": "bench.settings",
-               "SILLO_DATA_DIR": str(folder), "DJANGO_LOG_LEVEL": "WARNING"}  # fmt: skip
-        env.pop("REDIS_URL", None)
-        subprocess.run([sys.executable, str(ROOT / "manage.py"), "migrate"], env=env, check=True,
-                       capture_output=True)  # fmt: skip
-        # This process writes the schedule records through the models, on that database.
-        os.environ.update({k: env[k] for k in ("DATABASE_URL", "DJANGO_SETTINGS_MODULE",
-                                               "SILLO_DATA_DIR")})  # fmt: skip
-        django.setup()
         for count in counts:
             row = run_case(url, env, count, shape, folder)
             results.append(row)

@@ -327,3 +327,110 @@ def test_every_sentence_of_the_reading_outside_background_carries_a_figure() -> 
     for sentence in sentences:
         assert re.search(r"\d", sentence), sentence
     assert "below 0: its process grew more at 1,000 than at 10,000" in reading
+
+
+# ---------------------------------------------------------------- takeover
+
+
+def takeover_case(**changes) -> dict:
+    case = {
+        "victim": {"instance": "a", "index": 0, "long_running": 6, "running": 8},
+        "watched_s": 4.0, "slots": 500, "missed": 0, "missed_claimed_by_killed": 0,
+        "executed_twice": 0, "p99_after_ms": 40.0, "max_after_ms": 60.0, "late_after": 0,
+        "on_time_again_s": 0.0, "interrupted": 8, "interrupted_after_s": [0.6, 0.6],
+        "left_running": 0, "bodies_after_kill": 0, "timeline": [[-1.0, 20.0], [1.0, 30.0]],
+    }  # fmt: skip
+    case.update(changes)
+    return case
+
+
+def takeover_data(same: dict | None = None, other: dict | None = None) -> dict:
+    cases = {"same": same or takeover_case(),
+             "other": other or takeover_case(interrupted_after_s=[3.5, 3.5])}  # fmt: skip
+    shape = {"lead": 3.0, "warmup": 3.0, "tail": 2.0, "heartbeat": 1.0, "stale_after": 4.0}
+    settings = {"schedulers": 3, "steady": 600, "every": 6.0, "long": 6, "late_ms": 100.0,
+                "shape": shape, "quick": True}  # fmt: skip
+    return {"settings": settings, "cases": cases}
+
+
+def takeover_verdicts(data: dict | None) -> list[str]:
+    from takeover_report import takeover_targets
+
+    return [row[2] for row in takeover_targets(data)]
+
+
+def test_a_takeover_within_the_heartbeat_limits_with_no_slot_lost_is_met() -> None:
+    assert takeover_verdicts(takeover_data()) == ["met", "met"]
+
+
+def test_runs_interrupted_later_than_the_peers_allow_miss_the_takeover_target() -> None:
+    # On its node a dead pid counts at the next heartbeat pass: 1 s, and a second of passes.
+    late = takeover_data(same=takeover_case(interrupted_after_s=[2.5, 2.5]))
+    assert takeover_verdicts(late)[0] == "**missed**"
+    # From another node the heartbeat must first go stale (4 s).
+    stale = takeover_data(other=takeover_case(interrupted_after_s=[5.9, 5.9]))
+    assert takeover_verdicts(stale)[0] == "met"
+
+
+def test_a_body_that_executes_on_after_its_scheduler_was_killed_misses_the_target() -> None:
+    data = takeover_data(same=takeover_case(bodies_after_kill=1))
+    assert takeover_verdicts(data)[0] == "**missed**"
+
+
+def test_a_takeover_with_nothing_recovered_or_runs_left_running_is_incomplete() -> None:
+    nothing = takeover_data(same=takeover_case(interrupted=0, interrupted_after_s=None))
+    assert takeover_verdicts(nothing) == ["**incomplete: not met**"] * 2
+    stuck = takeover_data(other=takeover_case(left_running=2))
+    assert takeover_verdicts(stuck)[0] == "**incomplete: not met**"
+    one_case = takeover_data()
+    del one_case["cases"]["other"]
+    assert takeover_verdicts(one_case) == ["**incomplete: not met**"] * 2
+    assert takeover_verdicts(None) == ["**incomplete: not met**"] * 2
+
+
+def test_a_slot_lost_around_the_kill_misses_unless_the_killed_scheduler_had_claimed_it() -> None:
+    claimed = takeover_case(missed=3, missed_claimed_by_killed=3)
+    assert takeover_verdicts(takeover_data(same=claimed))[1] == "met"
+    unclaimed = takeover_case(missed=3, missed_claimed_by_killed=2)
+    assert takeover_verdicts(takeover_data(same=unclaimed))[1] == "**missed**"
+    twice = takeover_case(executed_twice=1)
+    assert takeover_verdicts(takeover_data(other=twice))[1] == "**missed**"
+
+
+def test_the_takeover_figures_come_from_the_bodies_notes_and_the_run_table() -> None:
+    from datetime import UTC, datetime
+
+    from takeover import EVERY, STEADY, figures
+
+    first = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+    start = first.timestamp()
+    killed = start + 10.0
+    executions = []
+    slots = []  # every steady slot from one period before the kill to the watch's end
+    for i in range(STEADY):
+        anchor = start + EVERY * i / STEADY
+        k = max(0, int((killed - EVERY - anchor) // EVERY) + 1)
+        while anchor + k * EVERY <= killed + 3.0:
+            slots.append((f"s{i}", anchor + k * EVERY))
+            k += 1
+    lost, claimed_lost, twice = slots[10], slots[20], slots[30]
+    for code, slot in slots:
+        if (code, slot) not in (lost, claimed_lost):
+            executions.append((code, slot + 0.01))
+    executions.append((twice[0], twice[1] + 0.02))
+    executions += [("L0", start + 0.5), ("L0.end", killed + 1.0), ("L1", start + 0.5)]
+    outcome = [
+        (claimed_lost[0], "interrupted", datetime.fromtimestamp(claimed_lost[1], UTC),
+         datetime.fromtimestamp(killed + 0.7, UTC)),
+        ("L1", "interrupted", None, datetime.fromtimestamp(killed + 0.9, UTC)),
+        ("L2", "running", None, None),
+    ]  # fmt: skip
+    found = figures(executions, outcome, {"running": 3}, killed, 4.0, first)
+    assert found["slots"] == len(slots)
+    assert (found["missed"], found["missed_claimed_by_killed"]) == (2, 1)
+    assert found["executed_twice"] == 1
+    assert found["bodies_after_kill"] == 1
+    assert found["interrupted"] == 2
+    assert found["interrupted_after_s"] == pytest.approx([0.7, 0.9])
+    assert found["left_running"] == 1
+    assert found["p99_after_ms"] == pytest.approx(10.0, abs=0.5)

@@ -33,3 +33,12 @@ def noop_sync() -> None:
 @schedules.task("bench.noop_async")
 async def noop_async() -> None:
     """Nothing, as a coroutine."""
+
+
+@schedules.task("bench.hold_worker")
+def hold_worker(code: str = "", seconds: float = 4.0) -> None:
+    """A run long enough to be in flight when its scheduler is killed: notes its start as
+    `code`, and `code.end` if its body is still executing `seconds` later."""
+    _note(code)
+    time.sleep(seconds)
+    _note(f"{code}.end")
