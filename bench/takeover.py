@@ -51,7 +51,7 @@ LONG = 6  # long runs due at once; at most 6 of a scheduler's 8 workers busy wit
 LATE_MS = 100.0  # a steady slot later than this is late
 # Heartbeat timing: the defaults in the full run; shortened in a quick one (stated).
 FULL = {"lead": 3.0, "warmup": 5.0, "tail": 3.0, "heartbeat": 5.0, "stale_after": 30.0}
-QUICK = {"lead": 3.0, "warmup": 3.0, "tail": 2.0, "heartbeat": 1.0, "stale_after": 4.0}
+QUICK = {"lead": 3.0, "warmup": 3.0, "tail": 1.5, "heartbeat": 0.5, "stale_after": 2.0}
 NODES = ("same", "other")
 
 
@@ -108,7 +108,9 @@ def run_case(url: str, env: dict, shape: dict, node: str, folder: Path) -> dict:
             process.send_signal(signal.SIGTERM)
     for process in processes:
         process.wait(60)
-    return figures(read_executions(executions), outcome, victim, killed, after, first)
+    # The schedulers' first second is their start-up, not the steady state the kill breaks.
+    before = min(EVERY, shape["warmup"] - 1.0)
+    return figures(read_executions(executions), outcome, victim, (killed, before, after), first)
 
 
 def busiest(db, processes) -> dict:
@@ -123,19 +125,24 @@ def busiest(db, processes) -> dict:
     return {"instance": instance, "index": pids.index(pid), "long_running": long_runs}
 
 
-def figures(executions, outcome, victim, killed, after, first) -> dict:
-    """The steady slots from one period before the kill to the end of the watch, and the
-    killed scheduler's runs."""
+def figures(executions, outcome, victim, span, first) -> dict:
+    """The steady slots due from `before` seconds before the kill until a second before
+    the watch ends (`span`: the kill's epoch time, before, after), and the killed
+    scheduler's runs."""
+    killed, before, after = span
+    its_long = {code for code, *_ in outcome if code.startswith("L")}
     starts: dict[tuple[str, float], list[float]] = {}
     ended_after_kill = 0
     for code, at in executions:
         if code.startswith("L"):
-            ended_after_kill += code.endswith(".end") and at > killed
+            ended_after_kill += (
+                code.removesuffix(".end") in its_long and code.endswith(".end") and at > killed
+            )
             continue
         anchor = first.timestamp() + EVERY * int(code[1:]) / STEADY
         slot = anchor + ((at - anchor) // EVERY) * EVERY
         starts.setdefault((code, round(slot, 3)), []).append(at)
-    begin, end = killed - EVERY, killed + after - 1.0  # slots due in this span must have run
+    begin, end = killed - before, killed + after - 1.0  # slots due in this span must have run
     claimed_by_victim = {(code, round(slot.timestamp(), 3)): status
                          for code, status, slot, _ in outcome if code.startswith("s")}  # fmt: skip
     missed, victims_missed, timeline = 0, 0, []
@@ -159,6 +166,7 @@ def figures(executions, outcome, victim, killed, after, first) -> dict:
     return {
         "victim": victim,
         "watched_s": after,
+        "before_s": before,
         "slots": len(timeline) + missed,
         "missed": missed,
         "missed_claimed_by_killed": victims_missed,

@@ -92,9 +92,10 @@ def takeover_section(data: dict) -> str:
         f"{shape['stale_after']:g} s{quick}. Runs interrupted: seconds from the kill until the "
         "peers recorded them `interrupted`; executing on: long runs whose body was still "
         "executing after the kill (its worker must end with its scheduler). Steady slots: "
-        "every slot due from one period before the kill until a second before the watch "
-        "ended; missed slots that the killed scheduler had claimed end `interrupted`, a "
-        f"claimed slot is never run twice; late: after the kill, over {settings['late_ms']:g} "
+        "every slot due from a few seconds before the kill (after the schedulers' first "
+        "second, their start-up) until a second before the watch ended; missed slots that "
+        "the killed scheduler had claimed end `interrupted` (a claimed slot runs at most "
+        f"once, so it is not run again); late: after the kill, over {settings['late_ms']:g} "
         "ms. The plot shows each steady slot's lateness around the kill.\n\n"
         + table(
             ["killed on", "its runs running", "of them long", "interrupted",

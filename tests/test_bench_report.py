@@ -418,19 +418,22 @@ def test_the_takeover_figures_come_from_the_bodies_notes_and_the_run_table() -> 
         if (code, slot) not in (lost, claimed_lost):
             executions.append((code, slot + 0.01))
     executions.append((twice[0], twice[1] + 0.02))
-    executions += [("L0", start + 0.5), ("L0.end", killed + 1.0), ("L1", start + 0.5)]
+    # L0 and L1 were the killed scheduler's: L0's body executed on; L3's (a peer's) ended.
+    executions += [("L0", start + 0.5), ("L0.end", killed + 1.0), ("L1", start + 0.5),
+                   ("L3", start + 0.5), ("L3.end", killed + 1.0)]  # fmt: skip
     outcome = [
         (claimed_lost[0], "interrupted", datetime.fromtimestamp(claimed_lost[1], UTC),
          datetime.fromtimestamp(killed + 0.7, UTC)),
+        ("L0", "interrupted", None, datetime.fromtimestamp(killed + 0.8, UTC)),
         ("L1", "interrupted", None, datetime.fromtimestamp(killed + 0.9, UTC)),
         ("L2", "running", None, None),
     ]  # fmt: skip
-    found = figures(executions, outcome, {"running": 3}, killed, 4.0, first)
+    found = figures(executions, outcome, {"running": 4}, (killed, EVERY, 4.0), first)
     assert found["slots"] == len(slots)
     assert (found["missed"], found["missed_claimed_by_killed"]) == (2, 1)
     assert found["executed_twice"] == 1
     assert found["bodies_after_kill"] == 1
-    assert found["interrupted"] == 2
+    assert found["interrupted"] == 3
     assert found["interrupted_after_s"] == pytest.approx([0.7, 0.9])
     assert found["left_running"] == 1
     assert found["p99_after_ms"] == pytest.approx(10.0, abs=0.5)

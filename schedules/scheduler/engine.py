@@ -30,7 +30,7 @@ from ..wake import wake_schedulers
 from . import claims, hints, instances, outcomes, queued
 from .clock import Clock, SystemClock
 from .dbcalls import db_call, despite_cancel
-from .executor import Executor, Outcome, context_for, default_pool, new_output
+from .executor import Executor, NotStarted, Outcome, context_for, default_pool, new_output
 from .held import HeldRuns
 from .hooks import Hooks
 from .pace import Backlog
@@ -46,6 +46,7 @@ MAX_BACKOFF = 30.0
 CANCEL_CHECK_INTERVAL = 0.5
 # After shutdown's grace, how long stopped runs may take to have their outcome written.
 RECORD_GRACE = 4.0
+SHUT_DOWN = "scheduler shut down"
 
 
 class Scheduler:
@@ -174,13 +175,17 @@ class Scheduler:
         self._stopping = True
         hints.unregister(self)
         await self.held.release_all()
+        # Runs still waiting for a worker go back to the queue at once, for a peer (or
+        # the next start) to run: started now, the grace could end them half done.
+        for waiting in list(self.executor.waiting_for_worker):
+            waiting.cancel(SHUT_DOWN)
         tasks = list(self.in_flight.values())
         if tasks:
             grace = setting("SILLO_SHUTDOWN_GRACE")
             logger.info("waiting up to %.0fs for %d run(s)", grace, len(tasks))
             done, pending = await asyncio.wait(tasks, timeout=grace)
             for task in pending:
-                task.cancel("scheduler shut down")
+                task.cancel(SHUT_DOWN)
             if pending:
                 # Their outcomes are being written; bounded, so the process exits even
                 # if the database is gone (the next scheduler marks them interrupted).
@@ -443,8 +448,15 @@ class Scheduler:
                 declaration, context, output, priority=_priority(run)
             )
         except asyncio.CancelledError as exc:
-            why = exc.args[0] if exc.args else "scheduler shut down"
+            why = exc.args[0] if exc.args else SHUT_DOWN
             outcome = Outcome(RunStatus.CANCELLED, str(why), output=output)
+        except NotStarted as exc:
+            why = exc.args[0] if exc.args else SHUT_DOWN
+            if why == SHUT_DOWN:  # never began: queued again, not lost
+                why = "its scheduler shut down before a worker took it; queued again"
+                outcome = Outcome(RunStatus.QUEUED, why, retry_in=0)
+            else:  # an operator's cancel, a replace
+                outcome = Outcome(RunStatus.CANCELLED, str(why), output=output)
         finally:
             if stream is not None:
                 stream.stop()

@@ -50,6 +50,11 @@ class Outcome:
     output: OutputBuffer | None = None
 
 
+class NotStarted(Exception):
+    """The run was stopped while it waited for a worker: its body never began.
+    The argument is why it was stopped (the cancellation's message)."""
+
+
 class TaskFailed(Exception):
     """The task body failed (in a worker, or inline with a BaseException): error and traceback."""
 
@@ -116,6 +121,8 @@ class Executor:
         self.middleware = global_middleware() if middleware is None else middleware
         # schedule id -> inline sync threads still running after their run timed out
         self.lingering: dict[int, int] = {}
+        # The tasks of runs waiting for a worker (their bodies have not begun).
+        self.waiting_for_worker: set[asyncio.Task] = set()
         self._lock = threading.Lock()  # pool threads release, the loop counts
 
     def in_worker(self, declaration: TaskDeclaration | None) -> bool:
@@ -136,10 +143,16 @@ class Executor:
         # not the wait for a worker to start.
         worker: Worker | WorkerDied | None = None
         if self.in_worker(declaration):
+            waiting = asyncio.current_task()
+            self.waiting_for_worker.add(waiting)
             try:
                 worker = await self.pool.acquire(priority)
             except WorkerDied as exc:
                 worker = exc  # the run fails inside the pipeline, so retries apply
+            except asyncio.CancelledError as exc:
+                raise NotStarted(*exc.args) from None
+            finally:
+                self.waiting_for_worker.discard(waiting)
         handler = build_pipeline(
             self._innermost(declaration, worker, output),
             context,

@@ -31,10 +31,12 @@ async def scheduler(clock: FakeClock, transactional_db):
     test_tasks.sync_gate.clear()
 
 
-async def pooled_scheduler(clock: FakeClock, workers: int):
+async def pooled_scheduler(clock: FakeClock, workers: int, backlog: int = 0):
     """A started scheduler whose runs execute in a real pool of at most `workers`
-    worker processes and no backlog; shut down when the test ends."""
-    pool = WorkerPool(PoolLimits(min_workers=0, max_workers=workers, kill_grace=0.5, backlog=0))
+    worker processes, with at most `backlog` runs waiting for one (not held); shut
+    down when the test ends."""
+    limits = PoolLimits(min_workers=0, max_workers=workers, kill_grace=0.5, backlog=backlog)
+    pool = WorkerPool(limits)
     executor = Executor(pool=pool, sync_workers=workers)
     instance = Scheduler(clock=clock, tasks=registry, executor=executor)
     await instance.start()

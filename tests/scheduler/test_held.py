@@ -47,6 +47,16 @@ async def burst(tmp_path: Path, codes: list[str]) -> tuple[Path, Path]:
     return log, gate
 
 
+async def first_has_its_worker(scheduler: Scheduler) -> None:
+    """Until the first run's body has begun: its worker is set up and taken (a run still
+    waiting for one has not begun, and a shutdown queues it again)."""
+    for _ in range(1000):
+        if scheduler.executor.pool.busy_pids():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("no worker took the first run")
+
+
 def executed(log: Path) -> list[str]:
     return sorted(log.read_text().split()) if log.exists() else []
 
@@ -131,12 +141,44 @@ async def test_held_runs_stay_queued_when_their_scheduler_stops_and_another_star
     log, gate = await burst(tmp_path, codes)
     clock.advance(60)
     await narrow.run_pass()
+    await first_has_its_worker(narrow)
     await narrow.shutdown()
     assert await statuses(["first", *codes]) == {
         "first": [RunStatus.CANCELLED],
         "b0": [RunStatus.QUEUED],
         "b1": [RunStatus.QUEUED],
     }
+    other = Scheduler(clock=clock, tasks=registry, executor=inline_executor())
+    await other.start()
+    await other.run_pass()
+    await other.wait_idle()
+    await other.shutdown()
+    assert await statuses(codes) == {code: [RunStatus.SUCCEEDED] for code in codes}
+    assert executed(log) == codes
+
+
+async def test_runs_waiting_for_a_worker_at_shutdown_are_queued_again_not_lost(
+    clock, transactional_db, tmp_path, settings
+) -> None:
+    """Runs launched ahead of the workers (the backlog) have not begun when their
+    scheduler stops: they go back to the queue, and another scheduler runs them."""
+    settings.SILLO_SHUTDOWN_GRACE = 0.2
+    codes = ["b0", "b1", "b2"]
+    log, gate = await burst(tmp_path, codes)
+    async for backlogged in pooled_scheduler(clock, 1, backlog=2):
+        clock.advance(60)
+        await backlogged.run_pass()
+        before = await statuses(codes)
+        waiting = [code for code in codes if before[code] == [RunStatus.RUNNING]]
+        assert waiting  # launched, waiting for the one busy worker
+        await first_has_its_worker(backlogged)
+        await backlogged.shutdown()
+    after = await statuses(["first", *codes])
+    assert after["first"] == [RunStatus.CANCELLED]  # its body had begun
+    assert all(after[code] == [RunStatus.QUEUED] for code in codes)
+    requeued = await sync_to_async(list)(Run.objects.filter(schedule_code__in=waiting))
+    assert all(run.scheduler == "" and run.started_at is None for run in requeued)
+    assert all("queued again" in run.error for run in requeued)
     other = Scheduler(clock=clock, tasks=registry, executor=inline_executor())
     await other.start()
     await other.run_pass()
