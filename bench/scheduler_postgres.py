@@ -11,6 +11,9 @@ is read from those notes, not from the run table:
   window a repetition; every slot must run exactly once: a slot whose body ran
   twice is counted (evidence the run table's unique constraint cannot hide),
   and so are the schedulers' own logged unique-slot conflicts;
+- claims: the schedulers' own counters of due slots one read and another
+  claimed first (the race each slot's compare-and-set settles) and of claims
+  the unique-slot safety net stopped;
 - bursts: sets of 1,000 schedules, each set due at one instant; seconds until
   the last run of a set started, each set a repetition.
 
@@ -132,9 +135,8 @@ def prepared_server(folder: Path) -> Iterator[tuple[str, dict, dict]]:
 
 def clear_tables(url: str) -> None:
     with psycopg.connect(url, autocommit=True) as db:
-        db.execute(
-            "TRUNCATE schedules_run, schedules_schedule, schedules_schedulerinstance CASCADE"
-        )
+        db.execute("TRUNCATE schedules_run, schedules_schedule, schedules_schedulerinstance, "
+                   "schedules_runcounter CASCADE")  # fmt: skip
 
 
 def run_case(url: str, env: dict, schedulers: int, shape: dict, folder: Path) -> dict:
@@ -168,7 +170,20 @@ def run_case(url: str, env: dict, schedulers: int, shape: dict, folder: Path) ->
         process.send_signal(signal.SIGTERM)
     for process in processes:
         process.wait(60)
-    return figures(read_executions(executions), logs, schedulers, shape, first, burst_at)
+    found = figures(read_executions(executions), logs, schedulers, shape, first, burst_at)
+    return {**found, **claim_counts(url)}
+
+
+def claim_counts(url: str) -> dict:
+    """The schedulers' own claim counters (schedules/counters.py): slots one read and
+    another claimed first, and claims the unique-slot safety net stopped."""
+    with psycopg.connect(url, autocommit=True) as db:
+        counts = dict(db.execute(
+            "SELECT name, sum(value) FROM schedules_runcounter WHERE name LIKE 'claims:%%' "
+            "GROUP BY name"
+        ).fetchall())  # fmt: skip
+    return {"claims_lost": int(counts.get("claims:lost", 0)),
+            "claim_conflicts": int(counts.get("claims:conflict", 0))}  # fmt: skip
 
 
 def figures(executions, logs, schedulers, shape, first, burst_at) -> dict:
@@ -230,7 +245,8 @@ def main() -> None:
             print(
                 f"{count} scheduler(s): {row['runs']}/{row['expected']} runs, p99 "
                 f"{p99['median'] if p99 else float('nan'):.1f} ms, slots executed twice "
-                f"{row['executed_twice']}, unique-slot conflicts {row['unique_conflicts']}; "
+                f"{row['executed_twice']}, unique-slot conflicts {row['unique_conflicts']} "
+                f"logged, {row['claim_conflicts']} counted; claims lost {row['claims_lost']}; "
                 f"bursts started {row['burst']['started']}, the last "
                 f"after {burst['median'] if burst else float('nan'):.2f}s",
                 flush=True,

@@ -240,6 +240,8 @@ def postgres_section(data: dict) -> str:
                 spread(case["max_ms"]),
                 case.get("executed_twice", "not measured"),
                 case.get("unique_conflicts", "not measured"),
+                case.get("claim_conflicts", "not measured"),
+                case.get("claims_lost", "not measured"),
                 " + ".join(map(str, burst["started"])),
                 spread(burst["all_started_s"], 3),
                 spread(burst["runs_per_s"], 0),
@@ -255,13 +257,16 @@ def postgres_section(data: dict) -> str:
         "and every figure here comes from those notes, not from the run table. Windows and "
         "bursts are repetitions as above. Slots executed twice: slots whose task body ran more "
         "than once (the run table's unique constraint cannot hide these); unique-slot "
-        "conflicts: how often the schedulers logged that a slot they claimed already had a run "
-        "(their safety net fired). Both must be 0. Claims lost to another scheduler before "
-        "that point are not counted: the scheduler keeps no such count.\n\n"
+        "conflicts: how often the schedulers logged, and counted (`sillo_claim_conflicts`), "
+        "that a slot they claimed already had a run (their safety net fired). These must be "
+        "0. Claims lost: due slots a scheduler read and another claimed first, from the "
+        "schedulers' own counter (`sillo_claims_lost`): how often they raced for a slot and "
+        "the compare-and-set gave it to one, evidence that the schedulers did compete (0 "
+        "with one scheduler).\n\n"
         + table(
             ["schedulers", "runs", "p50 ms", "p99 ms", "max ms", "slots executed twice",
-             "unique-slot conflicts", "burst started", "burst: all started after s",
-             "burst runs/s"],
+             "unique-slot conflicts logged", "… counted", "claims lost", "burst started",
+             "burst: all started after s", "burst runs/s"],
             rows,
         )
     )  # fmt: skip

@@ -2,7 +2,8 @@
 
 Written in the transaction that records the outcomes; read at scrape time.
 Rows are keyed by schedule code and counter name (`runs:<status>`,
-`duration:<bucket>`, `duration_sum`, `lateness:<bucket>`, `lateness_sum`);
+`duration:<bucket>`, `duration_sum`, `lateness:<bucket>`, `lateness_sum`,
+`claims:lost`, `claims:conflict`);
 nothing ever lowers them, so deleting a schedule or pruning runs leaves the
 series intact.
 """
@@ -48,12 +49,29 @@ def increments(runs: Iterable) -> dict[tuple[str, str], float]:
 
 
 def tally(runs: Iterable) -> None:
-    """Add finished runs to the counters (inside the transaction that records them).
+    """Add finished runs to the counters (inside the transaction that records them)."""
+    _add(increments(runs))
 
-    One upsert for the whole batch (SQLite 3.24+ and PostgreSQL): a missing
-    counter is created, an existing one incremented, in one round trip.
-    """
-    added = increments(runs)
+
+# A due slot this process read and another claimed first (several schedulers race for
+# each slot; one wins): how often the race was lost, not an error.
+CLAIMS_LOST = "claims:lost"
+# A claimed slot that already had a run: the unique (schedule, slot, attempt) safety net
+# fired, so the slot was skipped rather than run twice. Should stay at zero.
+CLAIM_CONFLICTS = "claims:conflict"
+
+
+def count_claims(name: str, codes: Iterable[str]) -> None:
+    """Add one to the claim counter `name` for each schedule code given."""
+    added: dict[tuple[str, str], float] = defaultdict(float)
+    for code in codes:
+        added[(code, name)] += 1
+    _add(added)
+
+
+def _add(added: dict[tuple[str, str], float]) -> None:
+    """One upsert for the whole batch (SQLite 3.24+ and PostgreSQL): a missing counter
+    is created, an existing one incremented, in one round trip."""
     if not added:
         return
     quote = connection.ops.quote_name

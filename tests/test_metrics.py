@@ -122,3 +122,41 @@ def test_schedules_past_the_label_limit_are_summed_under_other(client, settings)
     assert 'schedule="c"' not in text and 'schedule="d"' not in text
     assert 'sillo_schedule_consecutive_failures{schedule="a"} 2.0' in text
     assert "sillo_schedule_last_failure_timestamp_seconds{" in text
+
+
+def test_claims_lost_to_another_scheduler_and_safety_net_conflicts_are_counted(
+    client, settings, monkeypatch
+) -> None:
+    """Both counts come from the claim itself: a slot another process moved after this
+    one read it, and a claimed slot whose run already existed."""
+    from schedules.registry import registry
+    from schedules.scheduler import claims
+
+    settings.SILLO_METRICS = "public"
+    raced = make_schedule("raced", "test.echo", every(60))
+    twin = make_schedule("twin", "test.echo", every(60))
+    slot = raced.next_run_at
+    assert twin.next_run_at == slot
+    # The twin's slot already has its run (what a second claim of it would collide with).
+    Run.objects.create(schedule=twin, schedule_code="twin", task_name="test.echo",
+                       reason="scheduled", slot=slot)  # fmt: skip
+    real_plan = claims._plan_schedule
+
+    def peer_claims_raced_first(schedule, *args, **kwargs):
+        if schedule.code == "raced":  # another scheduler moves it after this one read it
+            type(schedule).objects.filter(pk=schedule.pk).update(
+                next_run_at=slot + timedelta(seconds=60)
+            )
+        return real_plan(schedule, *args, **kwargs)
+
+    monkeypatch.setattr(claims, "_plan_schedule", peer_claims_raced_first)
+    runs, _ = claims.claim_due(
+        now=slot + timedelta(seconds=1), instance_id="me", tasks=registry, limit=500,
+        max_catch_up=10, local_in_flight={},
+    )  # fmt: skip
+    assert runs == []  # neither slot is this scheduler's to run
+    assert Run.objects.filter(schedule_code="raced").count() == 0
+    assert Run.objects.filter(schedule_code="twin").count() == 1
+    text = client.get("/metrics").content.decode()
+    assert "sillo_claims_lost_total 1.0" in text
+    assert "sillo_claim_conflicts_total 1.0" in text

@@ -166,6 +166,7 @@ def claim_due(
                     )
             except IntegrityError:
                 logger.warning("slot %s of %s already has a run; skipped", plan[1], plan[0].code)
+                counters.count_claims(counters.CLAIM_CONFLICTS, [plan[0].code])
                 continue
             runs += won
             replaced += gone
@@ -234,6 +235,9 @@ def _advance_won_slots(plans) -> list[tuple[Schedule, list[Run], datetime]]:
         .values_list("pk", "next_run_at")
     )
     won = [plan for plan in plans if plan[0].pk in current and current[plan[0].pk] == plan[1]]
+    # Moved since it was read: another scheduler claimed it (or an operator's edit did).
+    counters.count_claims(counters.CLAIMS_LOST, [plan[0].code for plan in plans
+                          if plan[0].pk in current and current[plan[0].pk] != plan[1]])  # fmt: skip
     update_each(
         Schedule, ["next_run_at"], [(next_at, schedule.pk) for schedule, *_, next_at in won]
     )

@@ -66,6 +66,7 @@ class SilloCollector(Collector):
             "duration": defaultdict(float),
             "lateness": defaultdict(float),
         }
+        claims: dict[str, float] = defaultdict(float)
         for code, name, value in RunCounter.objects.values_list("schedule_code", "name", "value"):
             key = label(code)
             kind, _, rest = name.partition(":")
@@ -76,6 +77,8 @@ class SilloCollector(Collector):
                 bucket[rest] = bucket.get(rest, 0.0) + value
             elif name.endswith("_sum") and name[:-4] in sums:
                 sums[name[:-4]][key] += value
+            elif kind == "claims":
+                claims[rest] += value
 
         executed = sum(v for (_, s), v in runs.items() if s != RunStatus.SKIPPED)
         errors = sum(v for (_, s), v in runs.items() if s in ERROR_OUTCOMES)
@@ -89,6 +92,17 @@ class SilloCollector(Collector):
         for (code, status), value in sorted(runs.items()):
             by_status.add_metric([code, status], value)
         yield by_status
+
+        yield CounterMetricFamily(
+            "sillo_claims_lost",
+            "Due slots a scheduler read and another claimed first (several schedulers)",
+            value=claims["lost"],
+        )
+        yield CounterMetricFamily(
+            "sillo_claim_conflicts",
+            "Claimed slots that already had a run, skipped by the safety net (should be 0)",
+            value=claims["conflict"],
+        )
 
         totals = run_totals()
         in_flight = GaugeMetricFamily("sillo_runs_in_flight", "Runs now", labels=["status"])
