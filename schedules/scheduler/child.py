@@ -19,10 +19,11 @@ import os
 import resource
 import select
 import signal
+import sys
 import threading
 import traceback
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, NoReturn
 
 from .capture import PipeWriter, capturing_in_worker
 
@@ -57,9 +58,9 @@ def main(conn: Connection, databases: dict[str, Any]) -> None:
         try:
             request = conn.recv()
         except (EOFError, OSError):
-            return
+            _leave()  # the scheduler is gone
         if request is None:
-            return
+            _leave()  # retired, or the pool closes
         task_name, kwargs, result_limit, capture_level = request
         running.set()
         if capture_level is False:  # capture off (SILLO_OUTPUT_MAX_CHARS = 0)
@@ -74,7 +75,18 @@ def main(conn: Connection, databases: dict[str, Any]) -> None:
             with send_lock:
                 conn.send(reply)
         except (BrokenPipeError, OSError):
-            return
+            _leave()
+
+
+def _leave() -> NoReturn:
+    """End the worker now: a normal exit would first wait for any thread a run left
+    behind (a task's non-daemon thread), and keep the process alive meanwhile."""
+    from django.db import connections
+
+    connections.close_all()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def _end_with_the_scheduler(conn: Connection, running: threading.Event) -> None:

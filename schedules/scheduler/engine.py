@@ -30,7 +30,15 @@ from ..wake import wake_schedulers
 from . import claims, hints, instances, outcomes, queued
 from .clock import Clock, SystemClock
 from .dbcalls import db_call, despite_cancel
-from .executor import Executor, NotStarted, Outcome, context_for, default_pool, new_output
+from .executor import (
+    SHUT_DOWN,
+    Executor,
+    NotStarted,
+    Outcome,
+    context_for,
+    default_pool,
+    new_output,
+)
 from .held import HeldRuns
 from .hooks import Hooks
 from .pace import Backlog
@@ -46,7 +54,6 @@ MAX_BACKOFF = 30.0
 CANCEL_CHECK_INTERVAL = 0.5
 # After shutdown's grace, how long stopped runs may take to have their outcome written.
 RECORD_GRACE = 4.0
-SHUT_DOWN = "scheduler shut down"
 
 
 class Scheduler:
@@ -174,11 +181,10 @@ class Scheduler:
         """Stop claiming, give runs a grace period, cancel the rest, record all."""
         self._stopping = True
         hints.unregister(self)
-        await self.held.release_all()
         # Runs still waiting for a worker go back to the queue at once, for a peer (or
         # the next start) to run: started now, the grace could end them half done.
-        for waiting in list(self.executor.waiting_for_worker):
-            waiting.cancel(SHUT_DOWN)
+        self.executor.stop_starting()
+        await self.held.release_all()
         tasks = list(self.in_flight.values())
         if tasks:
             grace = setting("SILLO_SHUTDOWN_GRACE")
@@ -451,11 +457,11 @@ class Scheduler:
             why = exc.args[0] if exc.args else SHUT_DOWN
             outcome = Outcome(RunStatus.CANCELLED, str(why), output=output)
         except NotStarted as exc:
-            why = exc.args[0] if exc.args else SHUT_DOWN
-            if why == SHUT_DOWN:  # never began: queued again, not lost
+            if self._stopping and exc.args == (SHUT_DOWN,):  # never began: queued again
                 why = "its scheduler shut down before a worker took it; queued again"
                 outcome = Outcome(RunStatus.QUEUED, why, retry_in=0)
-            else:  # an operator's cancel, a replace
+            else:  # an operator's cancel, a replace, a CLI interrupted
+                why = exc.args[0] if exc.args else SHUT_DOWN
                 outcome = Outcome(RunStatus.CANCELLED, str(why), output=output)
         finally:
             if stream is not None:

@@ -50,9 +50,14 @@ class Outcome:
     output: OutputBuffer | None = None
 
 
+# Why runs are stopped at shutdown (the cancellation's message); one that has not begun
+# goes back to the queue.
+SHUT_DOWN = "scheduler shut down"
+
+
 class NotStarted(Exception):
     """The run was stopped while it waited for a worker: its body never began.
-    The argument is why it was stopped (the cancellation's message)."""
+    The argument is why it was stopped (the cancellation's message, or SHUT_DOWN)."""
 
 
 class TaskFailed(Exception):
@@ -123,6 +128,7 @@ class Executor:
         self.lingering: dict[int, int] = {}
         # The tasks of runs waiting for a worker (their bodies have not begun).
         self.waiting_for_worker: set[asyncio.Task] = set()
+        self.closing = False  # shutting down: no run begins in a worker any more
         self._lock = threading.Lock()  # pool threads release, the loop counts
 
     def in_worker(self, declaration: TaskDeclaration | None) -> bool:
@@ -143,6 +149,8 @@ class Executor:
         # not the wait for a worker to start.
         worker: Worker | WorkerDied | None = None
         if self.in_worker(declaration):
+            if self.closing:
+                raise NotStarted(SHUT_DOWN)
             waiting = asyncio.current_task()
             self.waiting_for_worker.add(waiting)
             try:
@@ -150,9 +158,13 @@ class Executor:
             except WorkerDied as exc:
                 worker = exc  # the run fails inside the pipeline, so retries apply
             except asyncio.CancelledError as exc:
+                waiting.uncancel()  # handled here: the task goes on to record the run
                 raise NotStarted(*exc.args) from None
             finally:
                 self.waiting_for_worker.discard(waiting)
+            if self.closing and isinstance(worker, Worker):  # a worker freed in the grace
+                self.pool.release(worker)
+                raise NotStarted(SHUT_DOWN)
         handler = build_pipeline(
             self._innermost(declaration, worker, output),
             context,
@@ -262,6 +274,13 @@ class Executor:
     async def start(self) -> None:
         if self.pool is not None:
             await self.pool.start()
+
+    def stop_starting(self) -> None:
+        """No run begins in a worker from now on: those waiting for one, and any that
+        arrive, end NotStarted(SHUT_DOWN); runs executing go on."""
+        self.closing = True
+        for waiting in list(self.waiting_for_worker):
+            waiting.cancel(SHUT_DOWN)
 
     async def shutdown(self) -> None:
         self.threads.shutdown(wait=False, cancel_futures=True)

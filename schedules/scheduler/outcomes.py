@@ -95,6 +95,8 @@ def finish_runs(*, items: list[tuple[Run, dict]], now: datetime) -> list[tuple]:
         Run.objects.bulk_create(retries)
         for retry in retries:
             dispatch.enqueue(retry, run_after=retry.not_before)
+        for run in deferred:  # a worker-pool run goes back to its pool, for later
+            dispatch.enqueue(run, run_after=run.not_before)
         # Output is kept for every run whose body ran, ended here or elsewhere (an
         # operator's cancel ends the run in the database before its worker stops).
         _keep_output(

@@ -80,3 +80,19 @@ def test_a_worker_does_not_run_a_run_that_is_not_queued() -> None:
     dispatch.execute_run.call(run.pk)
     run.refresh_from_db()
     assert run.status == RunStatus.CANCELLED
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_run_a_rate_limit_defers_goes_back_to_its_pool_for_later() -> None:
+    schedule = make_schedule("pooled-gentle", "test.echo", every(3600), dispatch="enqueue",
+                             rate_limit=1, rate_period=60, rate_mode="wait")  # fmt: skip
+    first = services.schedule_run_now(schedule=schedule)
+    dispatch.execute_run.call(first.pk)
+    second = services.schedule_run_now(schedule=schedule)
+    dispatch.execute_run.call(second.pk)
+    second.refresh_from_db()
+    assert second.status == RunStatus.QUEUED  # deferred: no token for a minute
+    assert second.error.startswith("rate limit: waiting")
+    tasks = DBTaskResult.objects.filter(args_kwargs__args=[second.pk]).order_by("enqueued_at")
+    assert tasks.count() == 2  # enqueued when made, and again when deferred
+    assert tasks.last().run_after == second.not_before

@@ -188,6 +188,45 @@ async def test_runs_waiting_for_a_worker_at_shutdown_are_queued_again_not_lost(
     assert executed(log) == codes
 
 
+async def test_a_run_cancelled_while_it_waits_for_a_worker_outside_a_shutdown_is_cancelled(
+    clock, transactional_db, tmp_path
+) -> None:
+    """Only a shutdown queues a run again: any other stop (an operator's cancel, a CLI
+    interrupted, with no reason given) ends it cancelled, as before it began."""
+    codes = ["b0", "b1", "b2"]
+    log, gate = await burst(tmp_path, codes)
+    async for backlogged in pooled_scheduler(clock, 1, backlog=2):
+        clock.advance(60)
+        await backlogged.run_pass()
+        await first_has_its_worker(backlogged)
+        (waiting,) = list(backlogged.executor.waiting_for_worker)[:1]
+        waiting.cancel()
+        for _ in range(500):
+            ended = await statuses(codes)
+            if any(runs == [RunStatus.CANCELLED] for runs in ended.values()):
+                break
+            await asyncio.sleep(0.01)
+        assert sum(runs == [RunStatus.CANCELLED] for runs in ended.values()) == 1
+        gate.touch()
+
+
+async def test_a_closing_executor_begins_no_run_in_a_worker(transactional_db) -> None:
+    from schedules.scheduler.executor import SHUT_DOWN, Executor, NotStarted, context_for
+    from schedules.scheduler.pool import PoolLimits, WorkerPool
+
+    pool = WorkerPool(PoolLimits(min_workers=0, max_workers=1))
+    executor = Executor(pool=pool, sync_workers=1)
+    executor.stop_starting()
+    schedule = await create("late", "test.echo", every(60))
+    run = Run(schedule=schedule, schedule_code="late", task_name="test.echo",
+              reason=RunReason.MANUAL)  # fmt: skip
+    with pytest.raises(NotStarted) as stopped:
+        await executor.execute(registry.get("test.echo"), context_for(run, schedule))
+    assert stopped.value.args == (SHUT_DOWN,)
+    assert pool.size == 0  # no worker was even started for it
+    await executor.shutdown()
+
+
 # ---------------------------------------------------------------- the database side
 
 
