@@ -81,6 +81,7 @@ def main(conn: Connection, databases: dict[str, Any]) -> None:
 def _leave() -> NoReturn:
     """End the worker now: a normal exit would first wait for any thread a run left
     behind (a task's non-daemon thread), and keep the process alive meanwhile."""
+    # Here, as in _setup_django: importing this module (in the fork server) loads no Django.
     from django.db import connections
 
     connections.close_all()
