@@ -159,6 +159,7 @@ def figures(executions, outcome, victim, span, first) -> dict:
                 victims_missed += (code, round(slot, 3)) in claimed_by_victim
             slot += EVERY
     timeline.sort()
+    before_kill = [late for at, late in timeline if at < 0]
     after_kill = [late for at, late in timeline if at >= 0]
     late_after = [at for at, late in timeline if at >= 0 and late > LATE_MS]
     interrupted = [finished.timestamp() - killed for code, status, _, finished in outcome
@@ -171,6 +172,7 @@ def figures(executions, outcome, victim, span, first) -> dict:
         "missed": missed,
         "missed_claimed_by_killed": victims_missed,
         "executed_twice": sum(1 for ran in starts.values() if len(ran) > 1),
+        "p99_before_ms": percentile(before_kill, 0.99) if before_kill else None,
         "p99_after_ms": percentile(after_kill, 0.99) if after_kill else None,
         "max_after_ms": max(after_kill) if after_kill else None,
         "late_after": len(late_after),

@@ -15,6 +15,10 @@ TARGETS = [
 NODE_NAMES = {"same": "same node", "other": "another node"}
 
 
+def ms(value: float | None) -> str:
+    return "–" if value is None else f"{value:.0f}"
+
+
 def deadline(shape: dict, node: str) -> float:
     """Seconds the peers may take to record the killed scheduler's runs interrupted: the
     next heartbeat pass (on its node a dead pid counts at once), and a second of passes."""
@@ -75,7 +79,8 @@ def takeover_section(data: dict) -> str:
                 case["missed"],
                 case["missed_claimed_by_killed"],
                 case["executed_twice"],
-                "–" if case["p99_after_ms"] is None else f"{case['p99_after_ms']:.0f}",
+                ms(case.get("p99_before_ms")),
+                ms(case["p99_after_ms"]),
                 "–" if case["max_after_ms"] is None else f"{case['max_after_ms']:.0f}",
                 case["late_after"],
             ]
@@ -100,7 +105,8 @@ def takeover_section(data: dict) -> str:
         + table(
             ["killed on", "its runs running", "of them long", "interrupted",
              "interrupted after s", "left running", "executing on", "steady slots", "missed",
-             "missed, claimed by it", "executed twice", "p99 after ms", "max after ms",
+             "missed, claimed by it", "executed twice", "p99 before ms", "p99 after ms",
+             "max after ms",
              "late after"],
             rows,
         )
@@ -113,8 +119,9 @@ def takeover_reading(data: dict) -> str:
     for node, case in data["cases"].items():
         after = case["interrupted_after_s"]
         late = (
-            f"after the kill the steady slots' p99 lateness was {case['p99_after_ms']:.0f} ms "
-            f"({case['late_after']} over {data['settings']['late_ms']:g} ms)"
+            f"the steady slots' p99 lateness was {ms(case.get('p99_before_ms'))} ms before "
+            f"the kill and {case['p99_after_ms']:.0f} ms after it ({case['late_after']} over "
+            f"{data['settings']['late_ms']:g} ms)"
             if case["p99_after_ms"] is not None
             else "no steady slot was measured after the kill"
         )

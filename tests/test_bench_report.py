@@ -336,7 +336,8 @@ def takeover_case(**changes) -> dict:
     case = {
         "victim": {"instance": "a", "index": 0, "long_running": 6, "running": 8},
         "watched_s": 4.0, "slots": 500, "missed": 0, "missed_claimed_by_killed": 0,
-        "executed_twice": 0, "p99_after_ms": 40.0, "max_after_ms": 60.0, "late_after": 0,
+        "executed_twice": 0, "p99_before_ms": 30.0, "p99_after_ms": 40.0, "max_after_ms": 60.0,
+        "late_after": 0,
         "on_time_again_s": 0.0, "interrupted": 8, "interrupted_after_s": [0.6, 0.6],
         "left_running": 0, "bodies_after_kill": 0, "timeline": [[-1.0, 20.0], [1.0, 30.0]],
     }  # fmt: skip
@@ -437,3 +438,8 @@ def test_the_takeover_figures_come_from_the_bodies_notes_and_the_run_table() -> 
     assert found["interrupted_after_s"] == pytest.approx([0.7, 0.9])
     assert found["left_running"] == 1
     assert found["p99_after_ms"] == pytest.approx(10.0, abs=0.5)
+    assert found["p99_before_ms"] == pytest.approx(10.0, abs=0.5)
+    from takeover_report import takeover_reading
+
+    reading = takeover_reading(takeover_data())
+    assert "30 ms before the kill and 40 ms after it" in reading
