@@ -199,7 +199,11 @@ async def test_a_run_cancelled_while_it_waits_for_a_worker_outside_a_shutdown_is
         clock.advance(60)
         await backlogged.run_pass()
         await first_has_its_worker(backlogged)
-        (waiting,) = list(backlogged.executor.waiting_for_worker)[:1]
+        for _ in range(1000):  # launched runs publish their start before they queue
+            if backlogged.executor.waiting_for_worker:
+                break
+            await asyncio.sleep(0.01)
+        waiting = next(iter(backlogged.executor.waiting_for_worker))
         waiting.cancel()
         for _ in range(500):
             ended = await statuses(codes)
