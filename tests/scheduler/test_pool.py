@@ -121,12 +121,13 @@ async def test_a_worker_killed_as_a_run_reaches_it_passes_the_run_on(pool) -> No
     assert not alive(first)
 
 
-async def test_a_worker_that_read_its_run_and_died_is_the_runs_failure(pool) -> None:
+async def test_a_worker_that_read_its_run_and_died_is_the_runs_failure(pool, tmp_path) -> None:
     """Once read, a run may have begun: it is never sent to a second worker."""
     workers = pool(max_workers=1)
     first = (await run(workers, "test.pid"))["result"]
-    running = asyncio.ensure_future(run(workers, "test.sleep", seconds=30))
-    await asyncio.sleep(0.3)  # the body is executing now
+    running = asyncio.ensure_future(run(workers, "test.hold", marker_dir=str(tmp_path), seconds=30))
+    while not (tmp_path / f"{first}.start").exists():
+        await asyncio.sleep(0.01)  # the body is executing now
     os.kill(first, signal.SIGKILL)
     with pytest.raises(WorkerDied, match="SIGKILL"):
         await running
