@@ -453,15 +453,12 @@ class Scheduler:
             outcome = await self.executor.execute(
                 declaration, context, output, priority=_priority(run)
             )
-        except asyncio.CancelledError as exc:
+        except (asyncio.CancelledError, NotStarted) as exc:
             why = exc.args[0] if exc.args else SHUT_DOWN
-            outcome = Outcome(RunStatus.CANCELLED, str(why), output=output)
-        except NotStarted as exc:
-            if self._stopping and exc.args == (SHUT_DOWN,):  # never began: queued again
+            if isinstance(exc, NotStarted) and self._stopping and why == SHUT_DOWN and exc.args:
                 why = "its scheduler shut down before a worker took it; queued again"
-                outcome = Outcome(RunStatus.QUEUED, why, retry_in=0)
-            else:  # an operator's cancel, a replace, a CLI interrupted
-                why = exc.args[0] if exc.args else SHUT_DOWN
+                outcome = Outcome(RunStatus.QUEUED, why, retry_in=0)  # never began
+            else:  # stopped mid-run, or an operator's cancel, a replace, a CLI interrupted
                 outcome = Outcome(RunStatus.CANCELLED, str(why), output=output)
         finally:
             if stream is not None:

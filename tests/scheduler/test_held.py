@@ -57,6 +57,17 @@ async def first_has_its_worker(scheduler: Scheduler) -> None:
     raise AssertionError("no worker took the first run")
 
 
+async def another_scheduler_runs_them(clock: FakeClock, codes: list[str], log: Path) -> None:
+    """A second scheduler's pass runs each of the queued runs of `codes`, once."""
+    other = Scheduler(clock=clock, tasks=registry, executor=inline_executor())
+    await other.start()
+    await other.run_pass()
+    await other.wait_idle()
+    await other.shutdown()
+    assert await statuses(codes) == {code: [RunStatus.SUCCEEDED] for code in codes}
+    assert executed(log) == codes
+
+
 def executed(log: Path) -> list[str]:
     return sorted(log.read_text().split()) if log.exists() else []
 
@@ -148,13 +159,7 @@ async def test_held_runs_stay_queued_when_their_scheduler_stops_and_another_star
         "b0": [RunStatus.QUEUED],
         "b1": [RunStatus.QUEUED],
     }
-    other = Scheduler(clock=clock, tasks=registry, executor=inline_executor())
-    await other.start()
-    await other.run_pass()
-    await other.wait_idle()
-    await other.shutdown()
-    assert await statuses(codes) == {code: [RunStatus.SUCCEEDED] for code in codes}
-    assert executed(log) == codes
+    await another_scheduler_runs_them(clock, codes, log)
 
 
 async def test_runs_waiting_for_a_worker_at_shutdown_are_queued_again_not_lost(
@@ -179,13 +184,7 @@ async def test_runs_waiting_for_a_worker_at_shutdown_are_queued_again_not_lost(
     requeued = await sync_to_async(list)(Run.objects.filter(schedule_code__in=waiting))
     assert all(run.scheduler == "" and run.started_at is None for run in requeued)
     assert all("queued again" in run.error for run in requeued)
-    other = Scheduler(clock=clock, tasks=registry, executor=inline_executor())
-    await other.start()
-    await other.run_pass()
-    await other.wait_idle()
-    await other.shutdown()
-    assert await statuses(codes) == {code: [RunStatus.SUCCEEDED] for code in codes}
-    assert executed(log) == codes
+    await another_scheduler_runs_them(clock, codes, log)
 
 
 async def test_a_run_cancelled_while_it_waits_for_a_worker_outside_a_shutdown_is_cancelled(
