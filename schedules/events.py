@@ -8,24 +8,18 @@ missing or broken channel layer is logged and never stops scheduling.
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
-
 from .caps import cap_error
+from .layer import send_to_groups, send_to_groups_from_sync
 
 if TYPE_CHECKING:
     from .models import Run
 
-logger = logging.getLogger(__name__)
 
 ALL_RUNS_GROUP = "runs"
-PUBLISH_TIMEOUT = 2.0
 _TIMES = ("slot", "queued_at", "started_at", "finished_at")
 
 
@@ -112,17 +106,12 @@ class RunEvent:
 
 async def publish_run(run: Run) -> None:
     """Send a run's event to the all-runs group and its schedule's group."""
-    layer = get_channel_layer()
-    if layer is None:
-        return
-    event = RunEvent.from_run(run)
-    message = event.marshal()
-    try:
-        async with asyncio.timeout(PUBLISH_TIMEOUT):
-            for group in event.groups():
-                await layer.group_send(group, message)
-    except Exception as exc:
-        logger.warning("run event for run %s not published: %s", run.pk, exc)
+    await publish_run_event(RunEvent.from_run(run))
+
+
+async def publish_run_event(event: RunEvent) -> None:
+    """Send an event taken earlier (the run as it was then) to its groups."""
+    await send_to_groups(event.groups(), event.marshal(), what=f"run event for run {event.id}")
 
 
 @dataclass(frozen=True)
@@ -149,15 +138,10 @@ class RunOutputEvent:
 
 async def publish_output(run_id: int, offset: int, text: str) -> None:
     """Send a chunk of a run's output to its run page's group."""
-    layer = get_channel_layer()
-    if layer is None or not text:
+    if not text:
         return
     event = RunOutputEvent(run_id=run_id, offset=offset, text=text)
-    try:
-        async with asyncio.timeout(PUBLISH_TIMEOUT):
-            await layer.group_send(run_group(run_id), event.marshal())
-    except Exception as exc:
-        logger.warning("output of run %s not published: %s", run_id, exc)
+    await send_to_groups([run_group(run_id)], event.marshal(), what=f"output of run {run_id}")
 
 
 # New schedules (a list page shows a notice): changes of one go to its own group.
@@ -192,11 +176,5 @@ class ScheduleEvent:
 
 def announce_change(event: ScheduleEvent) -> None:
     """Publish a schedule event (from sync code, after the commit); never raises."""
-    layer = get_channel_layer()
-    if layer is None:
-        return
-    try:
-        for group in event.groups():
-            async_to_sync(layer.group_send)(group, event.marshal())
-    except Exception as exc:  # live pages are hints; the database is the truth
-        logger.warning("schedule event for %s not published: %s", event.code, exc)
+    what = f"schedule event for {event.code}"
+    send_to_groups_from_sync(event.groups(), event.marshal(), what=what)

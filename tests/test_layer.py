@@ -1,0 +1,70 @@
+"""A hung channel layer (Redis stopped, not refusing) costs a hint, never a stuck request.
+
+Every send to the layer is a hint: schedule changes to live pages, wake-ups to the
+schedulers. Each gives up after `SEND_TIMEOUT`, logs one warning and lets the
+caller go on. The scheduler's side is in tests/scheduler/test_lifecycle.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+from channels.layers import get_channel_layer
+
+from schedules.models import Schedule
+from tests.factories import every, make_schedule
+
+
+@pytest.fixture
+def hung_layer(monkeypatch):
+    """Every send waits for ever, as to a Redis that accepts connections and never answers."""
+    layer = get_channel_layer()
+
+    async def never(*args, **kwargs):
+        await asyncio.Event().wait()
+
+    monkeypatch.setattr(layer, "group_send", never)
+    monkeypatch.setattr(layer, "send", never)
+    monkeypatch.setattr("schedules.layer.SEND_TIMEOUT", 0.2)
+    return layer
+
+
+def finishes(call, *, seconds: float = 20.0) -> None:
+    """`call` returns (a hang would leave the thread running): a test that cannot hang."""
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            call()
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), "still waiting on the channel layer"
+    assert not errors, errors
+
+
+def test_a_schedule_change_is_saved_and_returns_though_the_layer_hangs(
+    transactional_db, hung_layer, caplog
+) -> None:
+    finishes(lambda: make_schedule("unheard", "test.echo", every(60)))
+    assert Schedule.objects.filter(code="unheard").exists()
+    assert "schedule event for unheard not published: TimeoutError" in caplog.text
+    assert "wake-up for the schedulers not sent: TimeoutError" in caplog.text
+
+
+def test_a_broken_layer_is_one_warning_and_no_error(transactional_db, monkeypatch, caplog) -> None:
+    layer = get_channel_layer()
+
+    async def refused(*args, **kwargs):
+        raise ConnectionRefusedError("redis is down")
+
+    monkeypatch.setattr(layer, "group_send", refused)
+    monkeypatch.setattr(layer, "send", refused)
+    make_schedule("refused", "test.echo", every(60))
+    assert "schedule event for refused not published: redis is down" in caplog.text
+    assert "wake-up for the schedulers not sent: redis is down" in caplog.text
