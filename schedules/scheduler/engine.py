@@ -23,11 +23,12 @@ from django.db import connections
 
 from .. import services
 from ..conf import setting
-from ..events import publish_output, publish_run
+from ..events import publish_output
 from ..models import Run, RunStatus
 from ..registry import Registry, registry
 from ..wake import wake_schedulers
 from . import claims, hints, instances, outcomes, queued
+from .announcer import Announcer
 from .clock import Clock, SystemClock
 from .dbcalls import db_call, despite_cancel
 from .executor import (
@@ -54,6 +55,8 @@ MAX_BACKOFF = 30.0
 CANCEL_CHECK_INTERVAL = 0.5
 # After shutdown's grace, how long stopped runs may take to have their outcome written.
 RECORD_GRACE = 4.0
+# Announcements still unsent at shutdown (a hung channel layer): each gives up in 2 s.
+ANNOUNCE_GRACE = 2.5
 
 
 class Scheduler:
@@ -89,6 +92,7 @@ class Scheduler:
             db=self.db, clock=self.clock, gather=lambda: bool(self.held)
         )
         self.hooks = Hooks()
+        self.announcer = Announcer()
         # Runs are queued for want of a free worker: a finished run wakes the loop.
         self._waiting_for_worker = False
         self.held = HeldRuns(self)
@@ -206,6 +210,7 @@ class Scheduler:
             logger.exception("could not mark scheduler %s stopped", self.instance_id)
         await self.executor.shutdown()
         await self.hooks.drain()
+        await self.announcer.drain(timeout=ANNOUNCE_GRACE)
         self.hooks.shutdown()
         await self.pruner.close()
         self._db_pool.submit(connections.close_all)
@@ -227,7 +232,7 @@ class Scheduler:
                 host=self.host,
             ):
                 self.hooks.finished(run, final=True)
-                await self._publish(run)
+                self.announcer.announce(run)
         await self._notice_cancelled()
         if not self.pruner.running and self._due("prune", setting("SILLO_PRUNE_INTERVAL"), now):
             self.pruner.start_round(now)
@@ -266,7 +271,7 @@ class Scheduler:
         # Due runs start before the queue is read: their slot is now.
         await self.cancel_local(replaced, claims.REPLACED)
         for run in runs:
-            await self.launch(run)
+            self.launch(run)
             self.held.hold(run)  # queued for want of a worker: started as workers free up
         waited, replaced = await self.db(
             queued.claim_queued,
@@ -282,7 +287,7 @@ class Scheduler:
         self._waiting_for_worker = slots.free == 0
         await self.cancel_local(replaced, claims.REPLACED)
         for run in waited:
-            await self.launch(run)
+            self.launch(run)
         if self._waiting_for_worker and self.executor.pool is not None:
             # Queued runs that wait for a worker join the held ones, so the best
             # priority starts first whoever queued it (a retry, a manual run).
@@ -336,6 +341,7 @@ class Scheduler:
             await asyncio.wait(list(self.in_flight.values()))
         await self.pruner.wait()
         await self.hooks.drain()
+        await self.announcer.drain()
 
     async def _heartbeat(self, now: datetime) -> None:
         if not await self.db(instances.heartbeat, instance_id=self.instance_id, now=now):
@@ -371,7 +377,7 @@ class Scheduler:
         )
         await self.cancel_local(replaced, claims.REPLACED)
         for run in runs:
-            await self.launch(run)
+            self.launch(run)
         await self.wait_idle()
 
     async def _notice_cancelled(self) -> None:
@@ -398,11 +404,11 @@ class Scheduler:
         if stopping:
             await asyncio.wait(stopping)
 
-    async def launch(self, run: Run) -> None:
+    def launch(self, run: Run) -> None:
         """Execute a claimed run, or report one that ended or waits at claim time."""
         if run.status != RunStatus.RUNNING:
             self.hooks.finished(run, final=True)  # skipped at claim time (queued: no-op)
-            await self._publish(run)
+            self.announcer.announce(run)
             return
         task = asyncio.create_task(self._execute(run), name=f"run-{run.pk}")
         self.in_flight[run.pk] = task
@@ -445,9 +451,12 @@ class Scheduler:
         context = context_for(run, run.schedule)
         output = new_output()
         stream = None
+        self.hooks.started(run)
+        # Announced beside the run, not before it: a slow channel layer must not delay
+        # the body, and runs launched together reach the workers in launch (priority)
+        # order rather than in the order their announcements return.
+        self.announcer.announce(run)
         try:
-            self.hooks.started(run)
-            await self._publish(run)
             if output is not None:
                 stream = OutputStream(run.pk, output, db=self.db, clock=self.clock)
             outcome = await self.executor.execute(
@@ -476,28 +485,25 @@ class Scheduler:
             ended = await self.db(Run.objects.filter(pk=run.pk).first)
             if ended is not None:
                 self.hooks.finished(ended, final=True)
-                await self._publish(ended)
+                self.announcer.announce(ended)
             return
         self.hooks.finished(finished, final=retry is None)
-        await self._publish(finished)
+        self.announcer.announce(finished)
         if finished.status == RunStatus.QUEUED:
             self.wake()  # deferred by a rate limit: the sleep is recomputed for it
         if retry is not None:
-            await self._publish(retry)
+            self.announcer.announce(retry)
             self.wake()  # the sleep is recomputed: the retry starts at its time
         if follow_ups:
             for follow in follow_ups:
                 if follow.status == RunStatus.SKIPPED:  # ended at once, as a claim's skip
                     self.hooks.finished(follow, final=True)
-                await self._publish(follow)
+                self.announcer.announce(follow)
             self.wake()  # queued follow-ups start now
             if self.kind == "worker":
                 # A worker's own loop claims nothing: tell the schedulers (a lost hint
                 # costs one poll interval; enqueued follow-ups are already on the pool).
                 await self.db(wake_schedulers)
-
-    async def _publish(self, run: Run) -> None:
-        await publish_run(run)
 
 
 def _priority(run: Run) -> int:

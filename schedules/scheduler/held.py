@@ -114,6 +114,6 @@ class HeldRuns:
         await scheduler.cancel_local(replaced, claims.REPLACED)
         for run in started:
             if run.status != RunStatus.QUEUED:  # still queued: a catch-up told to wait
-                await scheduler.launch(run)
+                scheduler.launch(run)
         self._batch = None  # done: the next batch may start (runs left out freed their room)
         self.refill()

@@ -221,3 +221,53 @@ def _log_in(base: str, username: str) -> str:
     session = next(c.value for c in jar if c.name == "sessionid")
     assert json.dumps(session)
     return session
+
+
+def redis_pid() -> int:
+    """The pid of the redis-server this profile started (on REDIS_URL's port)."""
+    port = f":{urllib.parse.urlparse(os.environ['REDIS_URL']).port}"
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                    words = cmdline.read().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if "redis-server" in words and port in words:
+                return int(entry)
+    raise AssertionError(f"no redis-server listening on {port}")
+
+
+def test_a_hung_redis_stalls_neither_the_scheduler_nor_a_command(site) -> None:
+    """Redis stopped (SIGSTOP: connections open, no answer) is the channel layer at its
+    worst: every send waits. Runs still fire each second, and a command that changes a
+    schedule (it announces the change and wakes the schedulers) still returns."""
+    site.schedule("beat", "test.echo", {"kind": "interval", "every": 1})
+    scheduler = site.start()
+    site.wait_for(
+        "SELECT 1 FROM schedules_run WHERE schedule_code = 'beat' AND status = 'succeeded'"
+    )
+    redis = redis_pid()
+    os.kill(redis, signal.SIGSTOP)
+    try:
+        began = datetime.now(UTC)
+        site.schedule("added", "test.echo", rarely())  # returns: each send gives up in 2 s
+        time.sleep(max(0.0, 6 - (datetime.now(UTC) - began).total_seconds()))
+        ended = datetime.now(UTC)
+    finally:
+        os.kill(redis, signal.SIGCONT)
+    assert site.query("SELECT count(*) FROM schedules_schedule WHERE code = 'added'") == [(1,)]
+    time.sleep(3)  # the last slots' runs are recorded
+    first, last = (at.replace(microsecond=0) for at in (began, ended - timedelta(seconds=1)))
+    rows = site.query(
+        "SELECT slot, status FROM schedules_run WHERE schedule_code = 'beat' "
+        "AND slot >= ? AND slot <= ? AND attempt = 1 ORDER BY slot",
+        stamp(first),
+        stamp(last),
+    )
+    slots = [as_utc(slot) for slot, _status in rows]
+    assert slots == [
+        first + timedelta(seconds=i) for i in range(int((last - first).total_seconds()) + 1)
+    ]
+    assert {status for _slot, status in rows} == {"succeeded"}
+    assert site.stop(scheduler) == 0

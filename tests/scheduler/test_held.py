@@ -222,6 +222,32 @@ async def test_a_run_cancelled_while_it_waits_for_a_worker_outside_a_shutdown_is
         gate.touch()
 
 
+async def test_runs_launched_together_take_the_worker_by_priority_however_slow_their_news(
+    clock, transactional_db, tmp_path, monkeypatch
+) -> None:
+    """The better run's start reaches the live log late (a slow channel layer): it
+    still takes the one free worker first."""
+    from channels.layers import get_channel_layer
+
+    layer, real_send = get_channel_layer(), get_channel_layer().group_send
+
+    async def slow_for_the_urgent(group, message):
+        if message["run"]["schedule_code"] == "urgent":
+            await asyncio.sleep(0.5)
+        await real_send(group, message)
+
+    monkeypatch.setattr(layer, "group_send", slow_for_the_urgent)
+    log = tmp_path / "log"
+    for code, priority in [("routine", 0), ("urgent", 5)]:
+        await create(code, "test.note", every(60), priority=priority,
+                     kwargs={"path": str(log), "label": code})  # fmt: skip
+    async for narrow in pooled_scheduler(clock, 1, backlog=1):
+        clock.advance(60)
+        await narrow.run_pass()
+        await settled(["routine", "urgent"])
+    assert log.read_text().split() == ["urgent", "routine"]
+
+
 async def test_a_closing_executor_begins_no_run_in_a_worker(transactional_db) -> None:
     from schedules.scheduler.executor import SHUT_DOWN, Executor, NotStarted, context_for
     from schedules.scheduler.pool import PoolLimits, WorkerPool
