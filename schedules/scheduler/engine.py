@@ -23,7 +23,6 @@ from django.db import connections
 
 from .. import services
 from ..conf import setting
-from ..events import publish_output
 from ..models import Run, RunStatus
 from ..registry import Registry, registry
 from ..wake import wake_schedulers
@@ -476,7 +475,7 @@ class Scheduler:
         self.unrecorded.add(run.pk)
         try:
             if output is not None:
-                await despite_cancel(publish_output(run.pk, *output.take_pending()))
+                self.announcer.announce_output(run.pk, *output.take_pending())
             recorded = await despite_cancel(self.recorder.record(run, outcome))
         finally:
             self.unrecorded.discard(run.pk)
