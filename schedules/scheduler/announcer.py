@@ -1,15 +1,19 @@
 """Run announcements for the live pages: sent beside the scheduler's work, never in its way.
 
-A run's events reach the channel layer in the order they happened (its `queued`
-before its `running` before the last of its output before its end), each sent
-after the one before it for the same run; nothing the scheduler does waits for
-them, so a run's end is recorded at its time. A hung layer costs each
-send its bound (schedules/layer.py), never a pass or a run's start.
+Announcements wait in one line and one task sends them, oldest first: a run's
+events reach the channel layer in the order they happened (its `queued` before
+its `running` before the last of its output before its end), and nothing the
+scheduler does waits for them, so a hung layer (each send bounded by
+schedules/layer.py) delays no run's start or record. The line is bounded: past
+LIMIT the oldest announcements are dropped (they are hints; pages catch up from
+the database when they reconnect or reload), and the drops are logged.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+from collections import deque
 from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TYPE_CHECKING
@@ -19,39 +23,61 @@ from ..events import RunEvent, publish_output, publish_run_event
 if TYPE_CHECKING:
     from ..models import Run
 
+logger = logging.getLogger(__name__)
+
+LIMIT = 10_000
+
 
 class Announcer:
-    def __init__(self) -> None:
-        # run id -> its latest announcement, which waits for the ones before it
-        self._latest: dict[int, asyncio.Task] = {}
+    def __init__(self, limit: int = LIMIT) -> None:
+        self._line: deque[Callable[[], Awaitable[None]]] = deque()
+        self._limit = limit
+        self._dropped = 0
+        self._sender: asyncio.Task | None = None
+        self._waiting = asyncio.Event()  # set while the line has something to send
+        self._emptied = asyncio.Event()  # set while nothing is waiting or being sent
+        self._emptied.set()
 
     def announce(self, run: Run) -> None:
-        """Send the run as it is now (its event is taken at once), after its earlier events."""
-        self._after_earlier(run.pk, partial(publish_run_event, RunEvent.from_run(run)))
+        """Send the run as it is now (its event is taken at once), after earlier events."""
+        self._add(partial(publish_run_event, RunEvent.from_run(run)))
 
     def announce_output(self, run_id: int, offset: int, text: str) -> None:
         """Send the last of a run's output to its run page, before the run's end."""
-        if not text:
-            return
-        self._after_earlier(run_id, partial(publish_output, run_id, offset, text))
+        if text:
+            self._add(partial(publish_output, run_id, offset, text))
 
     async def drain(self, timeout: float | None = None) -> None:
-        """Until every announcement made so far has been sent or given up (or `timeout`)."""
-        if self._latest:
-            await asyncio.wait(list(self._latest.values()), timeout=timeout)
+        """Until everything announced so far has been sent or given up (or `timeout`)."""
+        try:
+            await asyncio.wait_for(self._emptied.wait(), timeout)
+        except TimeoutError:
+            logger.warning("%d run announcement(s) left unsent", len(self._line))
 
-    def _after_earlier(self, run_id: int, send: Callable[[], Awaitable[None]]) -> None:
-        before = self._latest.get(run_id)
-        sending = asyncio.create_task(self._send(before, send), name=f"announce-run-{run_id}")
-        self._latest[run_id] = sending
-        sending.add_done_callback(partial(self._forget, run_id))
+    async def close(self, timeout: float) -> None:
+        await self.drain(timeout)
+        if self._sender is not None:
+            self._sender.cancel()
 
-    @staticmethod
-    async def _send(before: asyncio.Task | None, send: Callable[[], Awaitable[None]]) -> None:
-        if before is not None:
-            await asyncio.wait([before])  # its outcome is its own: only the order matters
-        await send()
+    def _add(self, send: Callable[[], Awaitable[None]]) -> None:
+        if len(self._line) >= self._limit:
+            self._line.popleft()
+            self._dropped += 1
+        self._line.append(send)
+        self._emptied.clear()
+        self._waiting.set()
+        if self._sender is None or self._sender.done():
+            self._sender = asyncio.create_task(self._send_forever(), name="run-announcements")
 
-    def _forget(self, run_id: int, sending: asyncio.Task) -> None:
-        if self._latest.get(run_id) is sending:
-            del self._latest[run_id]
+    async def _send_forever(self) -> None:
+        while True:
+            await self._waiting.wait()
+            while self._line:
+                send = self._line.popleft()
+                await send()  # bounded, never raises (schedules/layer.py)
+            if self._dropped:
+                logger.warning("%d run announcement(s) dropped: the channel layer is slow",
+                               self._dropped)  # fmt: skip
+                self._dropped = 0
+            self._waiting.clear()
+            self._emptied.set()

@@ -54,7 +54,7 @@ MAX_BACKOFF = 30.0
 CANCEL_CHECK_INTERVAL = 0.5
 # After shutdown's grace, how long stopped runs may take to have their outcome written.
 RECORD_GRACE = 4.0
-# Announcements still unsent at shutdown (a hung channel layer): each gives up in 2 s.
+# How long shutdown waits for run announcements still unsent (a hung channel layer).
 ANNOUNCE_GRACE = 2.5
 
 
@@ -209,7 +209,7 @@ class Scheduler:
             logger.exception("could not mark scheduler %s stopped", self.instance_id)
         await self.executor.shutdown()
         await self.hooks.drain()
-        await self.announcer.drain(timeout=ANNOUNCE_GRACE)
+        await self.announcer.close(timeout=ANNOUNCE_GRACE)
         self.hooks.shutdown()
         await self.pruner.close()
         self._db_pool.submit(connections.close_all)

@@ -1,0 +1,61 @@
+"""The line of run announcements: in order, never waited for, bounded."""
+
+from __future__ import annotations
+
+import asyncio
+
+from schedules.models import Run, RunReason, RunStatus
+from schedules.scheduler.announcer import Announcer
+
+
+def run(pk: int, status: str = RunStatus.RUNNING) -> Run:
+    return Run(pk=pk, schedule_code=f"s{pk}", task_name="test.echo", status=status,
+               reason=RunReason.SCHEDULED)  # fmt: skip
+
+
+def hold_sends(monkeypatch) -> tuple[asyncio.Event, list[tuple[int, str]]]:
+    """Sends wait until the returned event is set; what was sent is listed."""
+    released, sent = asyncio.Event(), []
+
+    async def slow(event) -> None:
+        await released.wait()
+        sent.append((event.id, event.status))
+
+    monkeypatch.setattr("schedules.scheduler.announcer.publish_run_event", slow)
+    return released, sent
+
+
+async def test_a_runs_events_go_out_in_the_order_they_happened(monkeypatch) -> None:
+    released, sent = hold_sends(monkeypatch)
+    announcer = Announcer()
+    first = run(1)
+    announcer.announce(first)
+    first.status = RunStatus.SUCCEEDED  # the event was taken when announced
+    announcer.announce(first)
+    announcer.announce(run(2, RunStatus.QUEUED))
+    released.set()
+    await announcer.drain()
+    assert sent == [(1, "running"), (1, "succeeded"), (2, "queued")]
+
+
+async def test_past_its_limit_the_oldest_announcements_are_dropped_and_said(
+    monkeypatch, caplog
+) -> None:
+    released, sent = hold_sends(monkeypatch)
+    announcer = Announcer(limit=3)
+    for pk in range(1, 6):
+        announcer.announce(run(pk))  # nothing has been sent yet: the line holds them
+    released.set()
+    await announcer.drain()
+    assert sent == [(3, "running"), (4, "running"), (5, "running")]
+    assert "2 run announcement(s) dropped" in caplog.text
+
+
+async def test_a_drain_gives_up_after_its_timeout_on_a_hung_layer(monkeypatch, caplog) -> None:
+    released, sent = hold_sends(monkeypatch)
+    announcer = Announcer()
+    announcer.announce(run(1))
+    announcer.announce(run(2))
+    await announcer.close(timeout=0.05)
+    assert sent == []
+    assert "run announcement(s) left unsent" in caplog.text
