@@ -244,6 +244,9 @@ async def run_sillo(plan: Plan, phases: Phases) -> None:
     processes, or in the scheduler for the inline task (`sillo-inline`)."""
     scheduler = Scheduler()
     stop = asyncio.Event()
+    # Ready once started (workers up, instance registered), as the peers are once their
+    # start() returns: the idle phase then measures idling, not the pool's start.
+    await scheduler.start()
     loop_task = asyncio.create_task(scheduler.run_forever(stop))
     await phases(time.time())
     stop.set()
