@@ -300,6 +300,38 @@ def test_starting_held_runs_reads_no_run_again_and_costs_the_same_for_3_or_300()
 
 
 @pytest.mark.django_db
+def test_the_outcomes_still_being_written_cost_a_claim_nothing_per_outcome() -> None:
+    """In a burst hundreds of runs have ended and wait for their outcome to be written;
+    each claim leaves them out of the runs in flight without naming them in its SQL."""
+    one, other = queued_runs(3, "one"), queued_runs(3, "other")
+    with CaptureQueriesContext(connection) as few_ended:
+        start(one, ended={10**6})
+    with CaptureQueriesContext(connection) as many_ended:
+        start(other, ended=set(range(10**6, 10**6 + 500)))
+    assert [len(q["sql"]) for q in few_ended.captured_queries] == [
+        len(q["sql"]) for q in many_ended.captured_queries
+    ]
+
+
+@pytest.mark.django_db
+def test_an_ended_run_awaiting_its_record_does_not_count_against_max_instances() -> None:
+    (run,) = queued_runs(1, "busy")
+    earlier = Run.objects.create(
+        schedule=run.schedule, schedule_code=run.schedule_code, task_name="test.echo",
+        reason=RunReason.SCHEDULED, status=RunStatus.RUNNING, slot=T0 - timedelta(hours=1),
+        scheduler="me",
+    )  # fmt: skip
+    assert [r.status for r in start([run], ended={earlier.pk})] == [RunStatus.RUNNING]
+    (again,) = queued_runs(1, "busy_again")
+    Run.objects.create(
+        schedule=again.schedule, schedule_code=again.schedule_code, task_name="test.echo",
+        reason=RunReason.SCHEDULED, status=RunStatus.RUNNING, slot=T0 - timedelta(hours=1),
+        scheduler="me",
+    )  # fmt: skip
+    assert [r.status for r in start([again], ended={earlier.pk})] == [RunStatus.SKIPPED]
+
+
+@pytest.mark.django_db
 def test_a_held_run_no_longer_queued_or_paused_is_left_out() -> None:
     taken, cancelled, paused, kept = queued_runs(4, "h")
     Run.objects.filter(pk=taken.pk).update(status=RunStatus.RUNNING, scheduler="other")
