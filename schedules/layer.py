@@ -2,15 +2,21 @@
 
 Live pages and wake-ups are hints; the database holds the truth. So a broken layer
 (Redis refusing) or a hung one (Redis stopped, a network dropping packets: a send then
-waits for ever) costs a lost hint and at most SEND_TIMEOUT, never a stuck scheduler,
-request or command.
+waits for redis-py's 5 s read timeout, or for ever on a layer without one) costs a lost
+hint and at most SEND_TIMEOUT, never a stuck scheduler, request or command.
+
+After a send times out, this process sends nothing for QUIET seconds: a bulk action
+over a hundred schedules would otherwise wait SEND_TIMEOUT for each of its hints.
+A layer that refuses at once (Redis down) costs nothing to keep trying.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Iterable
+import time
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -20,38 +26,61 @@ from channels.layers import get_channel_layer
 logger = logging.getLogger(__name__)
 
 SEND_TIMEOUT = 2.0
+QUIET = 10.0
+
+_quiet_until = 0.0  # _now() before which sends are skipped (a hung layer)
+_now = time.monotonic
 
 
 async def send_to_groups(groups: Iterable[str], message: dict[str, Any], *, what: str) -> None:
     """Send `message` to each group; `what` names it in the warning if it is lost."""
-    layer = get_channel_layer()
-    if layer is None:
-        return
-    try:
-        async with asyncio.timeout(SEND_TIMEOUT):
-            for group in groups:
-                await layer.group_send(group, message)
-    except Exception as exc:
-        logger.warning("%s not published: %s", what, str(exc) or type(exc).__name__)
+
+    async def send(layer: Any) -> None:
+        for group in groups:
+            await layer.group_send(group, message)
+
+    await _bounded(send, f"{what} not published")
 
 
 async def send_to_channel(channel: str, message: dict[str, Any], *, what: str) -> None:
     """Send `message` to one channel; a full channel already holds enough of them."""
-    layer = get_channel_layer()
-    if layer is None:
-        return
-    try:
-        async with asyncio.timeout(SEND_TIMEOUT):
+
+    async def send(layer: Any) -> None:
+        with contextlib.suppress(ChannelFull):
             await layer.send(channel, message)
-    except ChannelFull:
-        pass
-    except Exception as exc:
-        logger.warning("%s not sent: %s", what, str(exc) or type(exc).__name__)
+
+    await _bounded(send, f"{what} not sent")
 
 
 def send_to_groups_from_sync(groups: Iterable[str], message: dict[str, Any], *, what: str) -> None:
-    async_to_sync(send_to_groups)(groups, message, what=what)
+    _from_sync(send_to_groups, groups, message, what=what)
 
 
 def send_to_channel_from_sync(channel: str, message: dict[str, Any], *, what: str) -> None:
-    async_to_sync(send_to_channel)(channel, message, what=what)
+    _from_sync(send_to_channel, channel, message, what=what)
+
+
+async def _bounded(send: Callable[[Any], Awaitable[None]], lost: str) -> None:
+    global _quiet_until
+    if _now() < _quiet_until:
+        logger.debug("%s: the channel layer hung a moment ago", lost)
+        return
+    try:
+        layer = get_channel_layer()
+        if layer is None:
+            return
+        async with asyncio.timeout(SEND_TIMEOUT):
+            await send(layer)
+    except TimeoutError:
+        _quiet_until = _now() + QUIET
+        logger.warning("%s: the channel layer did not answer in %.0f s; no hint is sent "
+                       "for %.0f s", lost, SEND_TIMEOUT, QUIET)  # fmt: skip
+    except Exception as exc:
+        logger.warning("%s: %s", lost, str(exc) or type(exc).__name__)
+
+
+def _from_sync(send: Callable[..., Awaitable[None]], *args: Any, what: str) -> None:
+    try:
+        async_to_sync(send)(*args, what=what)
+    except Exception as exc:  # e.g. called from a thread running an event loop
+        logger.warning("%s not sent: %s", what, str(exc) or type(exc).__name__)

@@ -47,6 +47,12 @@ def _plain_static_storage(settings) -> None:
     }
 
 
+@pytest.fixture(autouse=True)
+def _channel_layer_answers(monkeypatch) -> None:
+    """A test that hung the channel layer leaves no quiet period to the next one."""
+    monkeypatch.setattr("schedules.layer._quiet_until", 0.0)
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Under CI, nothing may be skipped (a missing browser or server is a setup bug),
     and a run in which nothing passed is a failure, not a green build."""

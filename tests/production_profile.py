@@ -98,9 +98,12 @@ def redis() -> Iterator[str]:
             process.kill()
             raise RuntimeError("redis-server did not start")
         time.sleep(0.05)
+    # The e2e test that stops Redis (SIGSTOP) to see nothing hang finds it by this.
+    os.environ["SILLO_TEST_REDIS_PID"] = str(process.pid)
     try:
         yield f"redis://127.0.0.1:{port}/0"
     finally:
+        os.environ.pop("SILLO_TEST_REDIS_PID", None)
         process.terminate()
         process.wait(10)
         shutil.rmtree(folder, ignore_errors=True)

@@ -2,17 +2,20 @@
 
 Announcements wait in one line and one task sends them, oldest first: a run's
 events reach the channel layer in the order they happened (its `queued` before
-its `running` before the last of its output before its end), and nothing the
-scheduler does waits for them, so a hung layer (each send bounded by
-schedules/layer.py) delays no run's start or record. The line is bounded: past
-LIMIT the oldest announcements are dropped (they are hints; pages catch up from
-the database when they reconnect or reload), and the drops are logged.
+its `running` before the last of its output before its end; the output it
+prints while running streams to its run page apart, schedules/scheduler/
+streaming.py), and nothing the scheduler does waits for them, so a hung layer
+(each send bounded by schedules/layer.py) delays no run's start or record. The
+line is bounded: past LIMIT the oldest announcements are dropped (they are
+hints; pages catch up from the database when they reconnect or reload), and
+the drops are logged, at most once every DROP_LOG_EVERY seconds.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from functools import partial
@@ -26,6 +29,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 LIMIT = 10_000
+DROP_LOG_EVERY = 60.0
 
 
 class Announcer:
@@ -33,6 +37,7 @@ class Announcer:
         self._line: deque[Callable[[], Awaitable[None]]] = deque()
         self._limit = limit
         self._dropped = 0
+        self._drops_logged_at: float | None = None
         self._sender: asyncio.Task | None = None
         self._waiting = asyncio.Event()  # set while the line has something to send
         self._emptied = asyncio.Event()  # set while nothing is waiting or being sent
@@ -63,6 +68,7 @@ class Announcer:
         if len(self._line) >= self._limit:
             self._line.popleft()
             self._dropped += 1
+            self._log_drops()
         self._line.append(send)
         self._emptied.clear()
         self._waiting.set()
@@ -74,10 +80,19 @@ class Announcer:
             await self._waiting.wait()
             while self._line:
                 send = self._line.popleft()
-                await send()  # bounded, never raises (schedules/layer.py)
-            if self._dropped:
-                logger.warning("%d run announcement(s) dropped: the channel layer is slow",
-                               self._dropped)  # fmt: skip
-                self._dropped = 0
+                try:
+                    await send()  # bounded (schedules/layer.py)
+                except Exception:  # the line must outlive any one announcement
+                    logger.exception("a run announcement failed")
+            self._log_drops(at_once=True)
             self._waiting.clear()
             self._emptied.set()
+
+    def _log_drops(self, *, at_once: bool = False) -> None:
+        """Say how many were dropped: when the line empties, or once a minute meanwhile."""
+        now = time.monotonic()
+        last = self._drops_logged_at
+        if self._dropped and (at_once or last is None or now - last >= DROP_LOG_EVERY):
+            logger.warning("%d run announcement(s) dropped: the channel layer is slow",
+                           self._dropped)  # fmt: skip
+            self._dropped, self._drops_logged_at = 0, now

@@ -340,7 +340,6 @@ class Scheduler:
             await asyncio.wait(list(self.in_flight.values()))
         await self.pruner.wait()
         await self.hooks.drain()
-        await self.announcer.drain()
 
     async def _heartbeat(self, now: datetime) -> None:
         if not await self.db(instances.heartbeat, instance_id=self.instance_id, now=now):

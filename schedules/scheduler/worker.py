@@ -52,6 +52,12 @@ class WorkerRuntime:
     def close(self) -> None:
         """At process exit: say this worker stopped (thread pools are already gone)."""
         self.beat.cancel()
+        closing = self.scheduler.announcer.close(timeout=1.0)  # the line's task ends with it
+        try:
+            asyncio.run_coroutine_threadsafe(closing, self.loop).result(timeout=2.0)
+        except Exception as exc:  # the loop is already gone at a late exit
+            closing.close()
+            logger.debug("run announcements of worker not closed: %s", exc)
         self.loop.call_soon_threadsafe(self.loop.stop)
         try:
             instances.stop_instance(instance_id=self.scheduler.instance_id, now=timezone.now())

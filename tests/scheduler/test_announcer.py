@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 
 from schedules.models import Run, RunReason, RunStatus
 from schedules.scheduler.announcer import Announcer
@@ -48,7 +49,8 @@ async def test_past_its_limit_the_oldest_announcements_are_dropped_and_said(
     released.set()
     await announcer.drain()
     assert sent == [(3, "running"), (4, "running"), (5, "running")]
-    assert "2 run announcement(s) dropped" in caplog.text
+    said = re.findall(r"(\d+) run announcement\(s\) dropped", caplog.text)
+    assert sum(map(int, said)) == 2  # the first drop at once, the rest when the line emptied
 
 
 async def test_a_drain_gives_up_after_its_timeout_on_a_hung_layer(monkeypatch, caplog) -> None:
@@ -59,3 +61,32 @@ async def test_a_drain_gives_up_after_its_timeout_on_a_hung_layer(monkeypatch, c
     await announcer.close(timeout=0.05)
     assert sent == []
     assert "run announcement(s) left unsent" in caplog.text
+
+
+async def test_an_announcement_that_fails_does_not_end_the_line(monkeypatch, caplog) -> None:
+    sent = []
+
+    async def flaky(event) -> None:
+        if event.id == 1:
+            raise RuntimeError("a backend that raises past the layer's guard")
+        sent.append(event.id)
+
+    monkeypatch.setattr("schedules.scheduler.announcer.publish_run_event", flaky)
+    announcer = Announcer()
+    for pk in (1, 2, 3):
+        announcer.announce(run(pk))
+    await announcer.drain(timeout=5)
+    assert sent == [2, 3]
+    assert "a run announcement failed" in caplog.text
+
+
+async def test_drops_are_said_while_the_line_never_empties(monkeypatch, caplog) -> None:
+    """A layer that stays hung under load: the line never empties, the drops are still said."""
+    released, sent = hold_sends(monkeypatch)
+    announcer = Announcer(limit=2)
+    for pk in range(1, 5):
+        announcer.announce(run(pk))
+    await asyncio.sleep(0)  # the sender takes the first and hangs on it
+    assert "run announcement(s) dropped" in caplog.text
+    released.set()
+    await announcer.drain()

@@ -8,6 +8,7 @@ everything past the first run of a pass is held.
 from __future__ import annotations
 
 import asyncio
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -52,9 +53,10 @@ async def burst(tmp_path: Path, codes: list[str], *, all_gated: bool = False) ->
 
 async def a_worker_is_taken(scheduler: Scheduler) -> None:
     """Until a run's body has begun: its worker is set up and taken (a run still
-    waiting for one has not begun, and a shutdown queues it again). With no backlog
-    that is the first run; launched runs race to a free worker (each publishes its
-    start first), so with a backlog it may be any of them."""
+    waiting for one has not begun, and a shutdown queues it again). Runs launched
+    together reach the worker in launch order; the shutdown tests still accept any
+    of them having taken it, so they test the re-queue, not the order (which
+    `test_runs_launched_together_take_the_worker_by_priority_...` does)."""
     for _ in range(1000):
         if scheduler.executor.pool.busy_pids():
             return
@@ -232,7 +234,7 @@ async def test_runs_launched_together_take_the_worker_by_priority_however_slow_t
     layer, real_send = get_channel_layer(), get_channel_layer().group_send
 
     async def slow_for_the_urgent(group, message):
-        if message["run"]["schedule_code"] == "urgent":
+        if message.get("run", {}).get("schedule_code") == "urgent":
             await asyncio.sleep(0.5)
         await real_send(group, message)
 
@@ -308,9 +310,11 @@ def test_the_outcomes_still_being_written_cost_a_claim_nothing_per_outcome() -> 
         start(one, ended={10**6})
     with CaptureQueriesContext(connection) as many_ended:
         start(other, ended=set(range(10**6, 10**6 + 500)))
-    assert [len(q["sql"]) for q in few_ended.captured_queries] == [
-        len(q["sql"]) for q in many_ended.captured_queries
-    ]
+
+    def shapes(queries) -> list[str]:  # the SQL with its ids (of any length) as "0"
+        return [re.sub(r"\d+", "0", q["sql"]) for q in queries.captured_queries]
+
+    assert shapes(few_ended) == shapes(many_ended)
 
 
 @pytest.mark.django_db

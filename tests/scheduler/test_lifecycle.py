@@ -345,6 +345,8 @@ async def test_a_stalled_channel_layer_delays_no_run(scheduler, clock, monkeypat
     await create("unstalled", "test.chatty_inline", every(60))
     monkeypatch.setattr(layer, "group_send", hanging)
     monkeypatch.setattr("schedules.layer.SEND_TIMEOUT", 60.0)  # stalled for the whole test
+    # Its output goes out with its end, not streamed meanwhile (a slow machine's timing).
+    monkeypatch.setattr("schedules.scheduler.streaming.LIVE_INTERVAL", 60.0)
     clock.advance(60)
     await scheduler.run_pass()
     for _ in range(500):
@@ -355,6 +357,7 @@ async def test_a_stalled_channel_layer_delays_no_run(scheduler, clock, monkeypat
     assert heard == []  # nothing has got through the layer yet
     stalled.set()
     await scheduler.wait_idle()
+    await scheduler.announcer.drain()
     run_events = [word for word in heard if word != "run.output"]
     assert run_events == ["running", "running", "succeeded", "succeeded"]  # two groups each
     assert heard.index("running") < heard.index("run.output") < heard.index("succeeded")
