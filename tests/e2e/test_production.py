@@ -249,8 +249,12 @@ def test_a_hung_redis_stalls_neither_the_scheduler_nor_a_command(site) -> None:
     finally:
         os.kill(redis, signal.SIGCONT)
     assert site.query("SELECT count(*) FROM schedules_schedule WHERE code = 'added'") == [(1,)]
-    time.sleep(3)  # the last slots' runs are recorded
     first, last = (at.replace(microsecond=0) for at in (began, ended - timedelta(seconds=1)))
+    site.wait_for(  # until the window's last slot is recorded
+        "SELECT 1 FROM schedules_run WHERE schedule_code = 'beat' AND slot >= ? "
+        "AND status NOT IN ('queued', 'running')",
+        stamp(last),
+    )
     rows = site.query(
         "SELECT slot, status FROM schedules_run WHERE schedule_code = 'beat' "
         "AND slot >= ? AND slot <= ? AND attempt = 1 ORDER BY slot",

@@ -126,8 +126,11 @@ async def test_a_worker_that_read_its_run_and_died_is_the_runs_failure(pool, tmp
     workers = pool(max_workers=1)
     first = (await run(workers, "test.pid"))["result"]
     running = asyncio.ensure_future(run(workers, "test.hold", marker_dir=str(tmp_path), seconds=30))
-    while not (tmp_path / f"{first}.start").exists():
-        await asyncio.sleep(0.01)  # the body is executing now
+    for _ in range(2000):  # 20 s at most: until the body is executing
+        if (tmp_path / f"{first}.start").exists():
+            break
+        await asyncio.sleep(0.01)
+    assert (tmp_path / f"{first}.start").exists(), "the body never started"
     os.kill(first, signal.SIGKILL)
     with pytest.raises(WorkerDied, match="SIGKILL"):
         await running
