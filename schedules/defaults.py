@@ -112,7 +112,7 @@ def _follow(record: Schedule, declaration: TaskDeclaration, now: datetime) -> bo
     changed = {f: v for f, v in wanted.items() if getattr(record, f) != v}
     if not changed:
         return False
-    update = dict(changed)
+    update = dict(changed, updated_at=now)  # a held run reads its schedule again (queued.py)
     if "trigger" in changed:
         update["tz"] = display_zone(declaration.default_trigger)
         if record.status == ScheduleStatus.ACTIVE:

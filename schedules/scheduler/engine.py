@@ -52,6 +52,13 @@ MAX_BACKOFF = 30.0
 # While runs are in flight, how often to look for runs another process ended
 # (an operator's cancel, a replace): a cancel takes effect within this plus the kill grace.
 CANCEL_CHECK_INTERVAL = 0.5
+# While runs are held for a worker, how often a pass looks for other queued runs to
+# hold: they wait behind the held line anyway (a better priority jumps it this late).
+HOLD_CHECK_INTERVAL = 0.5
+# While runs are held for a worker, passes come at most this often: a slot due meanwhile
+# waits behind the held line anyway, and a pass per slot of a steady load would take the
+# database thread from starting the held runs (a better priority jumps it this late).
+HELD_PASS_INTERVAL = 0.05
 # After shutdown's grace, how long stopped runs may take to have their outcome written.
 RECORD_GRACE = 4.0
 # How long shutdown waits for run announcements still unsent (a hung channel layer).
@@ -113,6 +120,12 @@ class Scheduler:
 
     def wake(self) -> None:
         self._wake.set()
+
+    def hint(self) -> None:
+        """Another process changed something (a schedule, a run now, a cancel): look at
+        once, cancelled runs included."""
+        self._last.pop("cancel-check", None)
+        self.wake()
 
     def _due(self, step: str, every: float, now: datetime | None = None) -> bool:
         """Whether `every` seconds passed since `step` last ran, on the monotonic clock
@@ -232,7 +245,10 @@ class Scheduler:
             ):
                 self.hooks.finished(run, final=True)
                 self.announcer.announce(run)
-        await self._notice_cancelled()
+        if self._due("cancel-check", CANCEL_CHECK_INTERVAL):
+            # Not every pass: under a steady load passes come every few milliseconds,
+            # and a burst's runs in flight would be read again by each.
+            await self._notice_cancelled()
         if not self.pruner.running and self._due("prune", setting("SILLO_PRUNE_INTERVAL"), now):
             self.pruner.start_round(now)
         if self._due("sync", setting("SILLO_RESYNC_INTERVAL"), now):
@@ -272,22 +288,27 @@ class Scheduler:
         for run in runs:
             self.launch(run)
             self.held.hold(run)  # queued for want of a worker: started as workers free up
-        waited, replaced = await self.db(
-            queued.claim_queued,
-            now=now,
-            instance_id=self.instance_id,
-            tasks=self.tasks,
-            limit=setting("SILLO_CLAIM_BATCH"),
-            local_in_flight=self.local_in_flight(),
-            slots=slots,
-            held=self.held.ids(),
-            ended=set(self.unrecorded),
-        )
-        self._waiting_for_worker = slots.free == 0
-        await self.cancel_local(replaced, claims.REPLACED)
-        for run in waited:
-            self.launch(run)
-        if self._waiting_for_worker and self.executor.pool is not None:
+        if self._may_start_queued(slots):
+            waited, replaced = await self.db(
+                queued.claim_queued,
+                now=now,
+                instance_id=self.instance_id,
+                tasks=self.tasks,
+                limit=setting("SILLO_CLAIM_BATCH"),
+                local_in_flight=self.local_in_flight(),
+                slots=slots,
+                held=self.held.ids(),
+                ended=set(self.unrecorded),
+            )
+            self._waiting_for_worker = slots.free == 0
+            await self.cancel_local(replaced, claims.REPLACED)
+            for run in waited:
+                self.launch(run)
+        if (
+            self._waiting_for_worker
+            and self.executor.pool is not None
+            and (not len(self.held) or self._due("hold-check", HOLD_CHECK_INTERVAL))
+        ):
             # Queued runs that wait for a worker join the held ones, so the best
             # priority starts first whoever queued it (a retry, a manual run).
             for run in await self.db(
@@ -299,6 +320,11 @@ class Scheduler:
             ):
                 self.held.hold(run)
         self.held.refill()
+
+    def _may_start_queued(self, slots: claims.WorkerSlots) -> bool:
+        """Whether a queued run could start now: a worker is free, or a task runs inline.
+        (While a burst waits for workers, passes come often: each would read the queue.)"""
+        return slots.free != 0 or not all(map(self.needs_worker, self.tasks.runnable_names()))
 
     def _worker_slots(self) -> claims.WorkerSlots:
         pool = self.executor.pool
@@ -329,8 +355,11 @@ class Scheduler:
         delay = min(setting("SILLO_RESYNC_INTERVAL"), setting("SILLO_POLL_INTERVAL"))
         if next_at is not None:
             delay = max(0.0, min(delay, (next_at - self.clock.now()).total_seconds()))
-        if self.in_flight:
-            delay = min(delay, CANCEL_CHECK_INTERVAL)
+        if self.in_flight:  # in time for the next look for runs ended elsewhere
+            since = self.clock.monotonic() - self._last.get("cancel-check", float("-inf"))
+            delay = min(delay, max(0.0, CANCEL_CHECK_INTERVAL - since))
+        if len(self.held):
+            delay = max(delay, HELD_PASS_INTERVAL)
         return delay
 
     async def wait_idle(self) -> None:
@@ -380,7 +409,9 @@ class Scheduler:
 
     async def _notice_cancelled(self) -> None:
         """Cancel local runs that another process replaced or marked interrupted."""
-        ids = list(self.in_flight)
+        # A run whose body ended here is left out: its outcome, being written, finds
+        # whether another process ended it first.
+        ids = [run_id for run_id in self.in_flight if run_id not in self.unrecorded]
         if not ids:
             return
         alive = await self.db(outcomes.still_running, run_ids=ids)
@@ -470,6 +501,7 @@ class Scheduler:
         finally:
             if stream is not None:
                 stream.stop()
+        outcome.ended_at = self.clock.now()
         self._release_worker_slot(run.pk)  # the next run may start while this one is recorded
         self.unrecorded.add(run.pk)
         try:

@@ -16,6 +16,7 @@ import traceback as tb
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import datetime
 from functools import partial
 from typing import Any
 
@@ -48,6 +49,9 @@ class Outcome:
     retry_in: float | None = None
     # What the run printed and logged, capped (None: nothing captured).
     output: OutputBuffer | None = None
+    # When the body ended: its `finished_at`, however long the record then waits to be
+    # written (gathered into a batch, or a database that refuses it for a while).
+    ended_at: datetime | None = None
 
 
 # Why runs are stopped at shutdown (the cancellation's message); one that has not begun

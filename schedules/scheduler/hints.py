@@ -38,7 +38,7 @@ def unregister(scheduler: Scheduler) -> None:
 
 def wake_local() -> None:
     for scheduler in list(_local):
-        scheduler.wake()
+        scheduler.hint()
 
 
 class SchedulerWakeConsumer(AsyncConsumer):

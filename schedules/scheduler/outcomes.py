@@ -57,7 +57,7 @@ def finish_runs(*, items: list[tuple[Run, dict]], now: datetime) -> list[tuple]:
                 deferred.append(run)
                 results.append((run, None, []))
                 continue
-            run.status, run.finished_at = outcome["status"], now
+            run.status, run.finished_at = outcome["status"], outcome.get("ended_at") or now
             run.error, run.traceback, run.result = (
                 cap_error(outcome["error"]),
                 cap_traceback(outcome["traceback"]),

@@ -123,20 +123,24 @@ def _lock_queued(chosen: dict[int, str], known: dict[int, Run]):
     the write lock from BEGIN), in the order they were chosen.
 
     Runs this process holds (`known`, as claimed with their schedule) are only
-    checked, not read again: a burst waiting for workers is read once.
+    checked, not read again: a burst waiting for workers is read once, and only
+    the schedules edited since (their `updated_at` moved) are read afresh, so an
+    edit made while a run was held applies to it.
     """
     by_id: dict[int, Run] = {}
     mentioned = [run_id for run_id in chosen if run_id in known]
     unknown = [run_id for run_id in chosen if run_id not in known]
     if mentioned:
-        # Still queued, its schedule still there and not paused (`startable`); the
-        # schedule read afresh (an edit made while the run was held applies to it).
+        # Still queued, its schedule still there and not paused (`startable`).
         still = Run.objects.queued().startable().filter(pk__in=mentioned, schedule__isnull=False)
-        schedule_of = dict(_locked(still).values_list("pk", "schedule_id"))
-        fresh = Schedule.objects.in_bulk(set(schedule_of.values()))
-        for pk, schedule_id in schedule_of.items():
-            known[pk].schedule = fresh[schedule_id]
-            by_id[pk] = known[pk]
+        edited_at = dict(_locked(still).values_list("pk", "schedule__updated_at"))
+        stale = {known[pk].schedule_id for pk, at in edited_at.items()
+                 if known[pk].schedule.updated_at != at}  # fmt: skip
+        fresh = Schedule.objects.in_bulk(stale) if stale else {}
+        for pk in edited_at:
+            run = known[pk]
+            run.schedule = fresh.get(run.schedule_id, run.schedule)
+            by_id[pk] = run
     if unknown:
         rows = Run.objects.select_related("schedule").filter(
             pk__in=unknown, status=RunStatus.QUEUED

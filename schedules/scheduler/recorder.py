@@ -5,7 +5,9 @@ hiccup is retried after a pause on the scheduler's clock. While the
 scheduler holds runs that wait for a worker (held.py), outcomes gather for
 GATHER seconds (or until no run is held): starting the waiting runs comes
 first on the scheduler's one database thread, and a burst's outcomes are
-written in a few large batches instead of many small ones.
+written once it has started, in one large batch instead of many small ones.
+The wait costs the record nothing but its delay: a run's `finished_at` is
+when its body ended, not when its outcome was written.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ from .executor import Outcome
 
 logger = logging.getLogger(__name__)
 
-BATCH = 500
-GATHER = 0.5  # seconds an outcome may wait for its batch while runs wait for a worker
+# Outcomes written in one transaction at most: a burst of held runs (held.MAX_HELD) at once.
+BATCH = 2_000
+GATHER = 2.0  # seconds an outcome may wait for its batch while runs wait for a worker
 LONGEST_PAUSE = 10.0  # seconds between tries while the database refuses outcomes
 
 DbCall = Callable[..., Awaitable[Any]]

@@ -19,12 +19,18 @@ from django.test.utils import CaptureQueriesContext
 
 from schedules import services
 from schedules.models import Run, RunReason, RunStatus, Schedule
-from schedules.registry import registry
-from schedules.scheduler import claims, pace, queued
+from schedules.registry import Registry, registry
+from schedules.scheduler import claims, hints, outcomes, pace, queued
 from schedules.scheduler import recorder as recorder_module
-from schedules.scheduler.engine import Scheduler
-from schedules.scheduler.executor import Outcome
+from schedules.scheduler.engine import (
+    CANCEL_CHECK_INTERVAL,
+    HELD_PASS_INTERVAL,
+    HOLD_CHECK_INTERVAL,
+    Scheduler,
+)
+from schedules.scheduler.executor import Executor, Outcome
 from schedules.scheduler.pace import Backlog
+from schedules.scheduler.pool import PoolLimits, WorkerPool
 from schedules.scheduler.recorder import OutcomeRecorder
 from tests.factories import T0, FakeClock, create, every, inline_executor, make_schedule, runs_of
 from tests.scheduler.conftest import pooled_scheduler
@@ -392,10 +398,18 @@ def test_replace_keeps_a_run_whose_body_ended_here_while_its_outcome_is_written(
 
 @pytest.mark.django_db
 def test_a_held_run_starts_with_its_schedule_as_edited_since_it_was_held() -> None:
-    (held,) = queued_runs(1, "edited")
-    Schedule.objects.filter(pk=held.schedule_id).update(timeout=5, max_attempts=4)
-    (run,) = start([held])
-    assert (run.schedule.timeout, run.schedule.max_attempts) == (5, 4)
+    edited, untouched = queued_runs(2, "edited")
+    as_held = untouched.schedule
+    schedule = Schedule.objects.get(pk=edited.schedule_id)
+    schedule.timeout, schedule.max_attempts = 5, 4
+    schedule.save()  # as every edit does (a form, the admin, the API): updated_at moves
+    with CaptureQueriesContext(connection) as queries:
+        first, second = start([edited, untouched])
+    assert (first.schedule.timeout, first.schedule.max_attempts) == (5, 4)
+    # Only the edited schedule was read again: a burst's schedules are read once.
+    assert second.schedule is as_held
+    reads = [q["sql"] for q in queries if q["sql"].startswith('SELECT "schedules_schedule"')]
+    assert len(reads) == 1 and str(edited.schedule_id) in reads[0]
 
 
 @pytest.mark.django_db
@@ -412,6 +426,64 @@ def test_passes_leave_held_runs_to_their_scheduler() -> None:
     next_slot = claims.next_wakeup(tasks=registry, include_queued=False)
     assert next_slot > T0
     assert claims.next_wakeup(tasks=registry, held=[held.pk]) == next_slot
+
+
+async def test_passes_while_runs_wait_for_a_worker_read_the_queue_twice_a_second_at_most(
+    clock, transactional_db, tmp_path, monkeypatch
+) -> None:
+    # Every task needs a worker: while none is free, no queued run could start.
+    only_workers = Registry()
+    only_workers.declarations = {"test.hold": registry.declarations["test.hold"]}
+    limits = PoolLimits(min_workers=0, max_workers=1, kill_grace=0.5, backlog=0)
+    executor = Executor(pool=WorkerPool(limits), sync_workers=1)
+    scheduler = Scheduler(clock=clock, tasks=only_workers, executor=executor)
+    reads: list[str] = []
+    for name in ("claim_queued", "to_hold"):
+        real = getattr(queued, name)
+        monkeypatch.setattr(queued, name, lambda real=real, **kw: reads.append(real.__name__)
+                            or real(**kw))  # fmt: skip
+    await scheduler.start()
+    try:
+        for code in ("a", "b", "c"):
+            await create(code, "test.hold", every(60), kwargs={"marker_dir": str(tmp_path)})
+        clock.advance(60)
+        await scheduler.run_pass()
+        assert len(scheduler.held) == 2  # one run took the worker; two wait for it
+        reads.clear()
+        for _ in range(5):  # passes in quick succession, as a steady load brings them
+            await scheduler.run_pass()
+        assert reads == []
+        clock.advance(HOLD_CHECK_INTERVAL)
+        await scheduler.run_pass()
+        assert reads == ["to_hold"]  # other queued runs join the held ones, by priority
+        # A slot due now waits for the next pass: it would wait behind the held line anyway.
+        await create("due", "test.hold", every(60), kwargs={"marker_dir": str(tmp_path)})
+        clock.advance(60)
+        assert await scheduler._sleep_after_pass() == HELD_PASS_INTERVAL
+    finally:
+        await scheduler.shutdown()
+
+
+async def test_passes_look_for_runs_ended_elsewhere_twice_a_second_or_at_a_hint(
+    scheduler, clock, monkeypatch
+) -> None:
+    looks: list[int] = []
+    real = outcomes.still_running
+    monkeypatch.setattr(outcomes, "still_running", lambda run_ids: looks.append(len(run_ids))
+                        or real(run_ids))  # fmt: skip
+    await create("long", "test.block_async", every(60), kwargs={"gate": "long"})
+    clock.advance(60)
+    await scheduler.run_pass()  # launched
+    await scheduler.run_pass()
+    assert looks == []  # a look a moment ago (nothing in flight then): not again yet
+    assert 0 < await scheduler._sleep_after_pass() <= CANCEL_CHECK_INTERVAL
+    clock.advance(CANCEL_CHECK_INTERVAL)
+    await scheduler.run_pass()
+    await scheduler.run_pass()
+    assert looks == [1]
+    hints.wake_local()  # an operator's cancel elsewhere: its wake-up
+    await scheduler.run_pass()
+    assert looks == [1, 1]
 
 
 # ---------------------------------------------------------------- the recorder
@@ -475,6 +547,31 @@ async def test_outcomes_are_written_at_once_when_nothing_waits_for_a_worker() ->
     recorder = recorder_writing_to(batches, gather=lambda: False)
     await recorder.record(Run(pk=1), Outcome(RunStatus.SUCCEEDED))
     assert batches == [1]
+
+
+@pytest.mark.django_db
+def test_a_run_finished_when_its_body_ended_however_late_its_outcome_is_written() -> None:
+    (run,) = start(queued_runs(1, "late"))
+    ended = T0 + timedelta(seconds=1)
+    outcome = Outcome(RunStatus.SUCCEEDED, ended_at=ended)
+    outcomes.finish_runs(items=[(run, vars(outcome))], now=T0 + timedelta(seconds=3))
+    run.refresh_from_db()
+    assert (run.status, run.finished_at) == (RunStatus.SUCCEEDED, ended)
+
+
+async def test_the_scheduler_records_the_instant_a_body_ended(clock, transactional_db) -> None:
+    scheduler = Scheduler(clock=clock, executor=inline_executor())
+    await scheduler.start()
+    scheduler.recorder._gather = lambda: True  # as while runs wait for a worker: the clock moves
+    await create("ended", "test.echo", every(60))
+    clock.advance(60)
+    body_ended = clock.now()
+    await scheduler.run_pass()
+    await scheduler.wait_idle()
+    await scheduler.shutdown()
+    (run,) = await runs_of("ended")
+    assert (run.status, run.finished_at) == (RunStatus.SUCCEEDED, body_ended)
+    assert clock.waits[-1] == recorder_module.GATHER  # written a gathering later
 
 
 # ---------------------------------------------------------------- the backlog's pace

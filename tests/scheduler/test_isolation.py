@@ -19,6 +19,8 @@ from schedules import services
 from schedules.conf import setting_problems
 from schedules.models import Run, RunStatus
 from schedules.registry import registry
+from schedules.scheduler import hints
+from schedules.scheduler.engine import CANCEL_CHECK_INTERVAL
 from tests.factories import alive, create, every, runs_of
 
 
@@ -123,6 +125,7 @@ async def test_runs_beyond_the_free_workers_wait_queued_and_start_as_workers_fre
     await wait_for(lambda: len(started(tmp_path)) == 2)
     running = await sync_to_async(lambda: list(Run.objects.running()))()
     await sync_to_async(services.run_cancel)(run=running[0], by="tester")
+    clock.advance(CANCEL_CHECK_INTERVAL)
     await pooled.run_pass()  # notices the cancel, stops that worker
     await pooled.run_pass()  # a worker is free: the queued run starts
     (run,) = await runs_of(waiting)
@@ -153,6 +156,7 @@ async def test_an_operator_cancel_stops_the_worker_and_keeps_who(pooled, clock, 
     await wait_for(lambda: len(started(tmp_path)) == 1)
     (run,) = await runs_of("long")
     await sync_to_async(services.run_cancel)(run=run, by="alice")
+    hints.wake_local()  # the cancel's wake-up, as runscheduler's listener hears it
     await pooled.run_pass()
     await pooled.wait_idle()
     (pid,) = started(tmp_path)

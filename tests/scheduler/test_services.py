@@ -141,6 +141,7 @@ def test_an_untouched_code_default_follows_the_code_and_an_edited_one_wins() -> 
     from schedules.timing import Interval
 
     services.sync_code_defaults(now=T0)
+    before = Schedule.objects.get(code="test.every_hour").updated_at
     changed = Registry()
     changed.declarations = dict(registry.declarations)
     declaration = registry.get("test.every_hour")
@@ -151,6 +152,8 @@ def test_an_untouched_code_default_follows_the_code_and_an_edited_one_wins() -> 
     record = Schedule.objects.get(code="test.every_hour")
     assert record.trigger["every"] == 600
     assert record.next_run_at == T0 + timedelta(minutes=10)
+    # Moved, as by any edit: a run held for a worker reads its schedule again (queued.py).
+    assert record.updated_at != before
     services.schedule_update(schedule=record, trigger=every(120), now=T0)
     assert services.sync_code_defaults(tasks=changed, now=T0) == []
     record.refresh_from_db()
