@@ -9,6 +9,11 @@ streaming.py), and nothing the scheduler does waits for them, so a hung layer
 line is bounded: past LIMIT the oldest announcements are dropped (they are
 hints; pages catch up from the database when they reconnect or reload), and
 the drops are logged, at most once every DROP_LOG_EVERY seconds.
+
+A run's event still waiting when the run changes again is replaced in its place
+by the newer one: pages show a run as it is, so in a burst that outpaces the
+layer (a thousand runs over Redis) each run costs a send or two, not one per
+step it went through.
 """
 
 from __future__ import annotations
@@ -32,9 +37,22 @@ LIMIT = 10_000
 DROP_LOG_EVERY = 60.0
 
 
+class _Waiting:
+    """A run's event in the line, replaced in place while it waits (see above)."""
+
+    __slots__ = ("event",)
+
+    def __init__(self, event: RunEvent) -> None:
+        self.event = event
+
+    async def __call__(self) -> None:
+        await publish_run_event(self.event)
+
+
 class Announcer:
     def __init__(self, limit: int = LIMIT) -> None:
         self._line: deque[Callable[[], Awaitable[None]]] = deque()
+        self._waiting_events: dict[int, _Waiting] = {}  # run id -> its event in the line
         self._limit = limit
         self._dropped = 0
         self._drops_logged_at: float | None = None
@@ -45,11 +63,18 @@ class Announcer:
 
     def announce(self, run: Run) -> None:
         """Send the run as it is now (its event is taken at once), after earlier events."""
-        self._add(partial(publish_run_event, RunEvent.from_run(run)))
+        event = RunEvent.from_run(run)
+        waiting = self._waiting_events.get(run.pk)
+        if waiting is not None:
+            waiting.event = event
+            return
+        waiting = self._waiting_events[run.pk] = _Waiting(event)
+        self._add(waiting)
 
     def announce_output(self, run_id: int, offset: int, text: str) -> None:
         """Send the last of a run's output to its run page, before the run's end."""
         if text:
+            self._waiting_events.pop(run_id, None)  # what the run does next goes after this
             self._add(partial(publish_output, run_id, offset, text))
 
     async def drain(self, timeout: float | None = None) -> None:
@@ -66,7 +91,7 @@ class Announcer:
 
     def _add(self, send: Callable[[], Awaitable[None]]) -> None:
         if len(self._line) >= self._limit:
-            self._line.popleft()
+            self._forget(self._line.popleft())
             self._dropped += 1
             self._log_drops()
         self._line.append(send)
@@ -80,6 +105,7 @@ class Announcer:
             await self._waiting.wait()
             while self._line:
                 send = self._line.popleft()
+                self._forget(send)  # taken: a newer event of its run goes after it
                 try:
                     await send()  # bounded (schedules/layer.py)
                 except Exception:  # the line must outlive any one announcement
@@ -87,6 +113,10 @@ class Announcer:
             self._log_drops(at_once=True)
             self._waiting.clear()
             self._emptied.set()
+
+    def _forget(self, send: Callable[[], Awaitable[None]]) -> None:
+        if isinstance(send, _Waiting) and self._waiting_events.get(send.event.id) is send:
+            del self._waiting_events[send.event.id]
 
     def _log_drops(self, *, at_once: bool = False) -> None:
         """Say how many were dropped: when the line empties, or once a minute meanwhile."""

@@ -31,12 +31,45 @@ async def test_a_runs_events_go_out_in_the_order_they_happened(monkeypatch) -> N
     announcer = Announcer()
     first = run(1)
     announcer.announce(first)
+    await asyncio.sleep(0)  # being sent: what happens next goes after it
     first.status = RunStatus.SUCCEEDED  # the event was taken when announced
     announcer.announce(first)
     announcer.announce(run(2, RunStatus.QUEUED))
     released.set()
     await announcer.drain()
     assert sent == [(1, "running"), (1, "succeeded"), (2, "queued")]
+
+
+async def test_an_event_still_waiting_gives_its_place_to_the_runs_newer_one(monkeypatch) -> None:
+    released, sent = hold_sends(monkeypatch)
+    announcer = Announcer()
+    announcer.announce(run(1))
+    await asyncio.sleep(0)  # run 1's event is being sent; the layer is slow
+    for status in (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.SUCCEEDED):
+        announcer.announce(run(2, status))
+    announcer.announce(run(3, RunStatus.QUEUED))
+    released.set()
+    await announcer.drain()
+    # Run 2 as it is now, in the place its first event took: one send, not three.
+    assert sent == [(1, "running"), (2, "succeeded"), (3, "queued")]
+
+
+async def test_a_runs_end_goes_after_the_last_of_its_output(monkeypatch) -> None:
+    released, sent = hold_sends(monkeypatch)
+
+    async def output(run_id: int, offset: int, text: str) -> None:
+        sent.append((run_id, text))
+
+    monkeypatch.setattr("schedules.scheduler.announcer.publish_output", output)
+    announcer = Announcer()
+    running = run(1)
+    announcer.announce(running)
+    announcer.announce_output(1, 0, "last words")
+    running.status = RunStatus.FAILED
+    announcer.announce(running)
+    released.set()
+    await announcer.drain()
+    assert sent == [(1, "running"), (1, "last words"), (1, "failed")]
 
 
 async def test_past_its_limit_the_oldest_announcements_are_dropped_and_said(
