@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import calendar
 from bisect import bisect_left, bisect_right
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from .base import Trigger
@@ -29,6 +30,7 @@ from .errors import InvalidTrigger
 from .zones import get_zone, is_imaginary, require_aware, to_utc
 
 ONE_MINUTE = timedelta(minutes=1)
+ONE_MICROSECOND = timedelta(microseconds=1)
 ONE_DAY = timedelta(days=1)
 MAX_YEAR = 9999
 
@@ -80,6 +82,87 @@ class Cron(Trigger):
     def describe(self) -> str:
         return describe_cron(self.fields.expression, self.tz)
 
+    def slots_between(
+        self, first: datetime, until: datetime, *, keep: int, cap: int = 10_000
+    ) -> tuple[int, list[datetime]]:
+        """Counted a day at a time, not walked: after a day down, `* * * * *` costs a
+        scheduler's catch-up a few steps instead of 1,440 slots.
+
+        The last `keep` slots are walked back from `until` in widening windows, so
+        they are the latest ones whatever the cap (which bounds the count only).
+        """
+        first_utc = to_utc(require_aware(first, "first"))
+        until_utc = to_utc(require_aware(until, "until"))
+        if until_utc < first_utc:
+            return 0, []
+        count = self._count(first_utc, until_utc)
+        return min(count, cap), self._latest(first_utc, until_utc, keep, count)
+
+    def _count(self, first_utc: datetime, until_utc: datetime) -> int:
+        """Slots in [first, until]. A day with no offset change, after a day with none
+        (so no slot a DST gap moved past midnight lands in it), holds each time of the
+        table once: counted from the tables. The rest is walked."""
+        zone, fields = self.zone, self.fields
+        try:
+            start = first_utc.astimezone(zone).replace(tzinfo=None, fold=0)
+            last_day = until_utc.astimezone(zone).date()
+        except OverflowError:
+            return 0
+        plain = _PlainDays(zone)
+        end = until_utc + ONE_MICROSECOND  # until itself counts
+        count = 0
+        walked_to = first_utc - ONE_MICROSECOND  # slots after this are not counted yet
+        for year, month, day in _naive_days(fields, start):
+            today = date(year, month, day)
+            if today > last_day:
+                break
+            yesterday = today - ONE_DAY
+            if not (
+                plain.is_plain(year, month, day)
+                and plain.is_plain(yesterday.year, yesterday.month, yesterday.day)
+            ):
+                continue  # walked with what surrounds it
+            low = max(first_utc, _local_midnight(today, zone))
+            high = min(end, _local_midnight(today + ONE_DAY, zone))
+            count += self._walk(walked_to, low)
+            count += _times_before(fields, high, zone, today) - _times_before(
+                fields, low, zone, today
+            )
+            walked_to = high - ONE_MICROSECOND
+        return count + self._walk(walked_to, end)
+
+    def _walk(self, after: datetime, before: datetime) -> int:
+        """How many slots fall strictly after `after` and strictly before `before`."""
+        count = 0
+        for slot in self.iter_fires(after):
+            if to_utc(slot) >= before:
+                break
+            count += 1
+        return count
+
+    def _latest(
+        self, first_utc: datetime, until_utc: datetime, keep: int, count: int
+    ) -> list[datetime]:
+        """The last `keep` of the `count` slots in [first, until]: walked from the
+        shortest window before `until` (an hour, doubled) that holds `keep` of them."""
+        if keep <= 0 or count == 0:
+            return []
+        window = timedelta(hours=1)
+        low = first_utc
+        while count > keep:
+            if window >= until_utc - first_utc:
+                break
+            if self._count(until_utc - window, until_utc) >= keep:
+                low = until_utc - window
+                break
+            window *= 2
+        found: deque[datetime] = deque(maxlen=keep)
+        for slot in self.iter_fires(low - ONE_MICROSECOND):
+            if to_utc(slot) > until_utc:
+                break
+            found.append(slot)
+        return list(found)
+
     def iter_fires(self, after: datetime) -> Iterator[datetime]:
         require_aware(after, "after")
         zone, fields = self.zone, self.fields
@@ -118,6 +201,27 @@ class Cron(Trigger):
                         yield resolved
             else:
                 yield from _real_instants(zone, year, month, day, times, after_utc)
+
+
+def _local_midnight(day: date, zone: ZoneInfo) -> datetime:
+    """The instant a plain day begins (its wall clock maps 1:1), in UTC."""
+    return to_utc(datetime(day.year, day.month, day.day, tzinfo=zone))
+
+
+def _times_before(fields: CronFields, instant: datetime, zone: ZoneInfo, day: date) -> int:
+    """How many of a plain `day`'s table times fall before `instant` (an instant of
+    that day, or the next midnight)."""
+    local = instant.astimezone(zone).replace(tzinfo=None)
+    if local.date() > day:
+        return len(fields.hours) * len(fields.minutes)
+    hours, minutes = fields.hours, fields.minutes
+    earlier = bisect_left(hours, local.hour)
+    count = earlier * len(minutes)
+    if earlier < len(hours) and hours[earlier] == local.hour:
+        count += bisect_left(minutes, local.minute)
+        if (local.second or local.microsecond) and local.minute in minutes:
+            count += 1  # this minute's slot came at its start, before `instant`
+    return count
 
 
 def _real_instants(

@@ -102,6 +102,22 @@ async def test_misfire_all_runs_each_missed_slot_in_turn(scheduler, clock, setti
     assert {r.status for r in runs} == {RunStatus.SUCCEEDED}
 
 
+async def test_a_cron_down_for_weeks_catches_up_its_latest_slot(scheduler, clock) -> None:
+    minutely = {"kind": "cron", "expression": "* * * * *", "tz": "UTC"}
+    await create("weeks-once", "test.echo", minutely, misfire="once", misfire_grace=30)
+    clock.advance(3 * 7 * 86_400 + 5)  # three weeks: more slots than the count's cap
+    await scheduler.run_pass()
+    await scheduler.wait_idle()
+    (run,) = await runs_of("weeks-once")
+    # The slot of now, not the last one the capped count reached a week in.
+    assert (run.reason, run.slot) == (RunReason.CATCH_UP, T0 + timedelta(weeks=3))
+    await create("weeks-skip", "test.echo", minutely, misfire_grace=30)
+    clock.advance(3 * 7 * 86_400)
+    await scheduler.run_pass()
+    skipped = [r for r in await runs_of("weeks-skip") if r.status == RunStatus.SKIPPED]
+    assert skipped[0].error.startswith("10000+ slot(s) missed")
+
+
 async def test_a_slightly_late_slot_within_grace_runs_normally(scheduler, clock) -> None:
     await create("grace", "test.echo", every(60), misfire_grace=30)
     clock.advance(85)
