@@ -30,12 +30,16 @@ def test_a_chain_of_three_survives_a_killed_scheduler_each_follow_up_once(site) 
         ("step1", "test.sleep", {"kind": "interval", "every": 1},
          {**wide, "then": ["step2"], "catch": ["rescue"]}),
     ])  # fmt: skip
-    survivor, victim = site.start(), site.start()
+    # The victim starts alone, so chains are in flight on it whichever scheduler would
+    # win the race for each slot (two equally fast ones may leave one with none).
+    victim = site.start()
     site.wait_for(
         "SELECT 1 FROM schedules_run WHERE schedule_code = 'step3' AND status = 'succeeded'",
         timeout=60,
     )
-    # Kill one scheduler while chains are in flight on both.
+    survivor = site.start()
+    site.wait_for("SELECT 1 FROM schedules_schedulerinstance WHERE pid = ?", survivor.pid)
+    # Kill it while its chains are in flight (and the survivor's, if it won any slot).
     site.wait_for(
         "SELECT 1 FROM schedules_run r JOIN schedules_schedulerinstance i ON r.scheduler = i.id "
         "WHERE r.status = 'running' AND i.pid = ?",
