@@ -20,7 +20,10 @@ from .schema import clean_rules
 def alert_rules_set(*, schedule: Schedule, rules: dict[str, Any]) -> Schedule:
     """Replace a schedule's own rules (the keys it overrides); raises InvalidRules."""
     schedule.alert = clean_rules(rules)
-    Schedule.objects.filter(pk=schedule.pk).update(alert=schedule.alert)
+    schedule.updated_at = timezone.now()  # an edit: a run held for a worker reads it again
+    Schedule.objects.filter(pk=schedule.pk).update(
+        alert=schedule.alert, updated_at=schedule.updated_at
+    )
     return schedule
 
 

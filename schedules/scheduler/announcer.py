@@ -37,7 +37,7 @@ LIMIT = 10_000
 DROP_LOG_EVERY = 60.0
 
 
-class _Waiting:
+class _RunEntry:
     """A run's event in the line, replaced in place while it waits (see above)."""
 
     __slots__ = ("event",)
@@ -52,7 +52,7 @@ class _Waiting:
 class Announcer:
     def __init__(self, limit: int = LIMIT) -> None:
         self._line: deque[Callable[[], Awaitable[None]]] = deque()
-        self._waiting_events: dict[int, _Waiting] = {}  # run id -> its event in the line
+        self._entry_of_run: dict[int, _RunEntry] = {}  # run id -> its event waiting in the line
         self._limit = limit
         self._dropped = 0
         self._drops_logged_at: float | None = None
@@ -62,19 +62,20 @@ class Announcer:
         self._emptied.set()
 
     def announce(self, run: Run) -> None:
-        """Send the run as it is now (its event is taken at once), after earlier events."""
+        """Send the run as it is now (its event is taken at once), after earlier events;
+        if the run's previous event has not been sent yet, this one takes its place."""
         event = RunEvent.from_run(run)
-        waiting = self._waiting_events.get(run.pk)
-        if waiting is not None:
-            waiting.event = event
+        entry = self._entry_of_run.get(run.pk)
+        if entry is not None:
+            entry.event = event
             return
-        waiting = self._waiting_events[run.pk] = _Waiting(event)
-        self._add(waiting)
+        entry = self._entry_of_run[run.pk] = _RunEntry(event)
+        self._add(entry)
 
     def announce_output(self, run_id: int, offset: int, text: str) -> None:
         """Send the last of a run's output to its run page, before the run's end."""
         if text:
-            self._waiting_events.pop(run_id, None)  # what the run does next goes after this
+            self._entry_of_run.pop(run_id, None)  # what the run does next goes after this
             self._add(partial(publish_output, run_id, offset, text))
 
     async def drain(self, timeout: float | None = None) -> None:
@@ -115,8 +116,8 @@ class Announcer:
             self._emptied.set()
 
     def _forget(self, send: Callable[[], Awaitable[None]]) -> None:
-        if isinstance(send, _Waiting) and self._waiting_events.get(send.event.id) is send:
-            del self._waiting_events[send.event.id]
+        if isinstance(send, _RunEntry) and self._entry_of_run.get(send.event.id) is send:
+            del self._entry_of_run[send.event.id]
 
     def _log_drops(self, *, at_once: bool = False) -> None:
         """Say how many were dropped: when the line empties, or once a minute meanwhile."""

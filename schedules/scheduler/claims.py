@@ -122,8 +122,8 @@ def start_or_skip(
 
 def _missed_slots(trigger: Trigger, first: datetime, now: datetime, keep: int):
     """(count, the last `keep` slots) of slots from `first` up to `now`: counted by the
-    trigger (an interval jumps; others walk, capped), so catch-up after a long downtime
-    costs a pass little."""
+    trigger (intervals and crons count, compounds walk up to the cap), so catch-up after
+    a long downtime costs a pass little; the slots are the latest before now."""
     return trigger.slots_between(first, now, keep=keep, cap=MISSED_COUNT_CAP)
 
 

@@ -345,7 +345,8 @@ class Scheduler:
 
     async def _sleep_after_pass(self) -> float:
         """Until the next slot or queued run (queued ones only if a worker is free),
-        the resync interval at most, and briefly while runs are in flight."""
+        the resync interval at most, and until the next look for cancelled runs while
+        runs are in flight; at least HELD_PASS_INTERVAL while runs are held."""
         next_at = await self.db(
             claims.next_wakeup,
             tasks=self.tasks,

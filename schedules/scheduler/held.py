@@ -3,8 +3,9 @@
 A due slot that finds every worker busy is recorded `queued` (the dashboard
 counts it as waiting for a worker). The scheduler that claimed it also holds
 it, in memory, best priority first; whenever half of its backlog has gone to
-workers it starts the next held runs in one batch (one conditional UPDATE,
-no re-read) and they join the worker pool's line. So a burst of a thousand
+workers it starts the next held runs in one batch (one conditional UPDATE; a
+schedule is read again only if it was edited meanwhile) and they join the
+worker pool's line. So a burst of a thousand
 slots is read once and started a few dozen runs a batch, with no claim pass
 per handful of free workers, and the backlog never runs dry meanwhile.
 

@@ -50,14 +50,16 @@ def finish_runs(*, items: list[tuple[Run, dict]], now: datetime) -> list[tuple]:
             if run.pk not in ours:
                 results.append((None, None, []))
                 continue
+            # Waits count from the body's end, however late its outcome is written.
+            ended = outcome.get("ended_at") or now
             if outcome["status"] == RunStatus.QUEUED:  # deferred: back in the queue
                 run.status, run.started_at, run.scheduler = RunStatus.QUEUED, None, ""
-                run.not_before = now + timedelta(seconds=outcome["retry_in"] or 0)
+                run.not_before = ended + timedelta(seconds=outcome["retry_in"] or 0)
                 run.error = outcome["error"]
                 deferred.append(run)
                 results.append((run, None, []))
                 continue
-            run.status, run.finished_at = outcome["status"], outcome.get("ended_at") or now
+            run.status, run.finished_at = outcome["status"], ended
             run.error, run.traceback, run.result = (
                 cap_error(outcome["error"]),
                 cap_traceback(outcome["traceback"]),
@@ -70,7 +72,7 @@ def finish_runs(*, items: list[tuple[Run, dict]], now: datetime) -> list[tuple]:
                 retry = new_run(schedule, reason=RunReason.RETRY, slot=run.slot, now=now)
                 retry.attempt = run.attempt + 1
                 retry.kwargs = run.kwargs
-                retry.not_before = now + timedelta(seconds=outcome["retry_in"])
+                retry.not_before = ended + timedelta(seconds=outcome["retry_in"])
                 retry.requested_by_id = run.requested_by_id
                 retry.parent_id = run.pk
                 retry.dispatch = run.dispatch

@@ -89,8 +89,9 @@ def start_held(
     ended: Collection[int] = (),
 ) -> tuple[list[Run], list[int]]:
     """Claim queued runs that this process holds, as claimed (with their schedule):
-    each has a worker waiting for it. They are checked, not read again; one
-    that another process started, or an operator cancelled, is left out.
+    each has a worker waiting for it. They are checked, not read again (only a
+    schedule edited since is); one that another process started, or an operator
+    cancelled, is left out.
 
     Returns (the runs claimed: running, or ended at claim time; replaced run ids).
     """

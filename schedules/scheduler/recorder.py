@@ -21,11 +21,12 @@ from ..models import Run
 from . import outcomes
 from .clock import Clock
 from .executor import Outcome
+from .held import MAX_HELD
 
 logger = logging.getLogger(__name__)
 
-# Outcomes written in one transaction at most: a burst of held runs (held.MAX_HELD) at once.
-BATCH = 2_000
+# Outcomes written in one transaction at most: as many as a burst may hold.
+BATCH = MAX_HELD
 GATHER = 2.0  # seconds an outcome may wait for its batch while runs wait for a worker
 LONGEST_PAUSE = 10.0  # seconds between tries while the database refuses outcomes
 

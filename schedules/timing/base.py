@@ -12,6 +12,7 @@ from .errors import InvalidTrigger
 from .limits import DEFAULT_LIMITS, metered
 
 MAX_PREVIEW = 1000
+ONE_MICROSECOND = timedelta(microseconds=1)
 
 
 class Trigger(ABC):
@@ -38,16 +39,36 @@ class Trigger(ABC):
     ) -> tuple[int, list[datetime]]:
         """(how many slots fall in [first, until], up to `cap`; the last `keep` of them).
 
-        Walks the slots; triggers that can count them directly (Interval) override it.
+        Walks the slots; triggers that can count them directly (Interval, Cron)
+        override it. The slots kept are the latest before `until` even when the
+        count stops at the cap.
         """
         count = 0
         latest: deque[datetime] = deque(maxlen=keep)
-        for slot in self.iter_fires(first - timedelta(microseconds=1)):
-            if slot > until or count >= cap:
+        for slot in self.iter_fires(first - ONE_MICROSECOND):
+            if slot > until:
                 break
+            if count >= cap:  # more lie ahead: the latest are near `until`, not here
+                return count, self.latest_slots(first, until, keep)
             count += 1
             latest.append(slot)
         return count, list(latest)
+
+    def latest_slots(self, first: datetime, until: datetime, keep: int) -> list[datetime]:
+        """The last `keep` slots in [first, until], walked from an hour before `until`,
+        the window doubled until it holds `keep` of them or reaches `first`."""
+        window = timedelta(hours=1)
+        while True:
+            reaches_first = window >= until - first
+            low = first if reaches_first else until - window
+            found: deque[datetime] = deque(maxlen=keep)
+            for slot in self.iter_fires(low - ONE_MICROSECOND):
+                if slot > until:
+                    break
+                found.append(slot)
+            if len(found) >= keep or reaches_first:
+                return list(found)
+            window *= 2
 
     def preview(self, n: int, after: datetime) -> list[datetime]:
         """The next `n` slots after `after` (fewer if the trigger runs out)."""

@@ -95,13 +95,21 @@ class Cron(Trigger):
         until_utc = to_utc(require_aware(until, "until"))
         if until_utc < first_utc:
             return 0, []
-        count = self._count(first_utc, until_utc)
-        return min(count, cap), self._latest(first_utc, until_utc, keep, count)
+        try:
+            count = self._count(first_utc, until_utc, cap)
+        except OverflowError:  # a day next to year 1 or 9999: walked instead
+            return super().slots_between(first, until, keep=keep, cap=cap)
+        if count == 0:
+            return 0, []
+        # All of them (walked from `first`), or the last `keep` of more (found near `until`).
+        beyond = count >= cap or count > keep
+        return min(count, cap), self._latest(first_utc, until_utc, keep, beyond_keep=beyond)
 
-    def _count(self, first_utc: datetime, until_utc: datetime) -> int:
+    def _count(self, first_utc: datetime, until_utc: datetime, cap: int) -> int:
         """Slots in [first, until]. A day with no offset change, after a day with none
-        (so no slot a DST gap moved past midnight lands in it), holds each time of the
-        table once: counted from the tables. The rest is walked."""
+        (so no slot a DST gap moved past midnight lands in it) and between two real
+        midnights, holds each time of the table once: counted from the tables. The
+        rest is walked. Stops once `cap` is reached (a decade down is as cheap as a week)."""
         zone, fields = self.zone, self.fields
         try:
             start = first_utc.astimezone(zone).replace(tzinfo=None, fold=0)
@@ -116,20 +124,30 @@ class Cron(Trigger):
             today = date(year, month, day)
             if today > last_day:
                 break
-            yesterday = today - ONE_DAY
-            if not (
-                plain.is_plain(year, month, day)
-                and plain.is_plain(yesterday.year, yesterday.month, yesterday.day)
-            ):
+            if not self._countable(today, plain):
                 continue  # walked with what surrounds it
             low = max(first_utc, _local_midnight(today, zone))
             high = min(end, _local_midnight(today + ONE_DAY, zone))
-            count += self._walk(walked_to, low)
+            if walked_to < low - ONE_MICROSECOND:
+                count += self._walk(walked_to, low)
             count += _times_before(fields, high, zone, today) - _times_before(
                 fields, low, zone, today
             )
             walked_to = high - ONE_MICROSECOND
+            if count >= cap:
+                return count
         return count + self._walk(walked_to, end)
+
+    def _countable(self, today: date, plain: _PlainDays) -> bool:
+        yesterday, tomorrow = today - ONE_DAY, today + ONE_DAY
+        return (
+            plain.is_plain(today.year, today.month, today.day)
+            and plain.is_plain(yesterday.year, yesterday.month, yesterday.day)
+            and not is_imaginary(datetime(today.year, today.month, today.day, tzinfo=self.zone))
+            and not is_imaginary(
+                datetime(tomorrow.year, tomorrow.month, tomorrow.day, tzinfo=self.zone)
+            )
+        )
 
     def _walk(self, after: datetime, before: datetime) -> int:
         """How many slots fall strictly after `after` and strictly before `before`."""
@@ -141,18 +159,18 @@ class Cron(Trigger):
         return count
 
     def _latest(
-        self, first_utc: datetime, until_utc: datetime, keep: int, count: int
+        self, first_utc: datetime, until_utc: datetime, keep: int, *, beyond_keep: bool
     ) -> list[datetime]:
-        """The last `keep` of the `count` slots in [first, until]: walked from the
+        """The last `keep` slots in [first, until]: when there are more, walked from the
         shortest window before `until` (an hour, doubled) that holds `keep` of them."""
-        if keep <= 0 or count == 0:
+        if keep <= 0:
             return []
         window = timedelta(hours=1)
         low = first_utc
-        while count > keep:
+        while beyond_keep:
             if window >= until_utc - first_utc:
                 break
-            if self._count(until_utc - window, until_utc) >= keep:
+            if self._count(until_utc - window, until_utc, keep) >= keep:
                 low = until_utc - window
                 break
             window *= 2

@@ -30,8 +30,10 @@ def test_a_chain_of_three_survives_a_killed_scheduler_each_follow_up_once(site) 
         ("step1", "test.sleep", {"kind": "interval", "every": 1},
          {**wide, "then": ["step2"], "catch": ["rescue"]}),
     ])  # fmt: skip
-    # The victim starts alone, so chains are in flight on it whichever scheduler would
-    # win the race for each slot (two equally fast ones may leave one with none).
+    # The victim starts alone, so chains are in flight on it whichever scheduler wins
+    # the race for each slot: the race is as old as the test, but a busy scheduler no
+    # longer reads its runs in flight before each claim, and two equally fast ones
+    # may leave one with none (seen once under a loaded machine).
     victim = site.start()
     site.wait_for(
         "SELECT 1 FROM schedules_run WHERE schedule_code = 'step3' AND status = 'succeeded'",

@@ -397,19 +397,25 @@ def test_replace_keeps_a_run_whose_body_ended_here_while_its_outcome_is_written(
 
 
 @pytest.mark.django_db
-def test_a_held_run_starts_with_its_schedule_as_edited_since_it_was_held() -> None:
+def test_a_held_run_starts_with_its_schedule_as_edited_since_it_was_held(monkeypatch) -> None:
     edited, untouched = queued_runs(2, "edited")
     as_held = untouched.schedule
     schedule = Schedule.objects.get(pk=edited.schedule_id)
     schedule.timeout, schedule.max_attempts = 5, 4
-    schedule.save()  # as every edit does (a form, the admin, the API): updated_at moves
-    with CaptureQueriesContext(connection) as queries:
-        first, second = start([edited, untouched])
+    schedule.save()  # as an operator's edit does (a form, the admin, the API): updated_at moves
+    read_again: list[set[int]] = []
+    in_bulk = type(Schedule.objects).in_bulk
+
+    def spy(manager, ids, *args, **kwargs):
+        read_again.append(set(ids))
+        return in_bulk(manager, ids, *args, **kwargs)
+
+    monkeypatch.setattr(type(Schedule.objects), "in_bulk", spy)
+    first, second = start([edited, untouched])
     assert (first.schedule.timeout, first.schedule.max_attempts) == (5, 4)
     # Only the edited schedule was read again: a burst's schedules are read once.
+    assert read_again == [{edited.schedule_id}]
     assert second.schedule is as_held
-    reads = [q["sql"] for q in queries if q["sql"].startswith('SELECT "schedules_schedule"')]
-    assert len(reads) == 1 and str(edited.schedule_id) in reads[0]
 
 
 @pytest.mark.django_db
@@ -557,6 +563,16 @@ def test_a_run_finished_when_its_body_ended_however_late_its_outcome_is_written(
     outcomes.finish_runs(items=[(run, vars(outcome))], now=T0 + timedelta(seconds=3))
     run.refresh_from_db()
     assert (run.status, run.finished_at) == (RunStatus.SUCCEEDED, ended)
+
+
+@pytest.mark.django_db
+def test_a_retry_waits_from_when_the_failed_body_ended() -> None:
+    (run,) = start(queued_runs(1, "retried"))
+    ended = T0 + timedelta(seconds=1)
+    outcome = Outcome(RunStatus.FAILED, "boom", retry_in=10, ended_at=ended)
+    written = T0 + timedelta(seconds=3)
+    ((_, retry, _),) = outcomes.finish_runs(items=[(run, vars(outcome))], now=written)
+    assert retry.not_before == ended + timedelta(seconds=10)
 
 
 async def test_the_scheduler_records_the_instant_a_body_ended(clock, transactional_db) -> None:

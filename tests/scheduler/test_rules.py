@@ -111,11 +111,12 @@ async def test_a_cron_down_for_weeks_catches_up_its_latest_slot(scheduler, clock
     (run,) = await runs_of("weeks-once")
     # The slot of now, not the last one the capped count reached a week in.
     assert (run.reason, run.slot) == (RunReason.CATCH_UP, T0 + timedelta(weeks=3))
-    await create("weeks-skip", "test.echo", minutely, misfire_grace=30)
+    await create("weeks-skip", "test.echo", minutely, misfire_grace=30, now=clock.now())
     clock.advance(3 * 7 * 86_400)
     await scheduler.run_pass()
-    skipped = [r for r in await runs_of("weeks-skip") if r.status == RunStatus.SKIPPED]
-    assert skipped[0].error.startswith("10000+ slot(s) missed")
+    (skipped,) = [r for r in await runs_of("weeks-skip") if r.status == RunStatus.SKIPPED]
+    assert skipped.error.startswith("10000+ slot(s) missed")
+    assert skipped.slot == clock.now().replace(second=0, microsecond=0)
 
 
 async def test_a_slightly_late_slot_within_grace_runs_normally(scheduler, clock) -> None:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schedules.timing import Cron, Interval
+from schedules.timing import Cron, Interval, trigger_from_spec
 from schedules.timing.base import Trigger
 
 START = datetime(2026, 3, 1, tzinfo=UTC)
@@ -53,7 +54,7 @@ EXPRESSIONS = [
     expression=st.sampled_from(EXPRESSIONS),
     tz=st.sampled_from(ZONES),
     # Around the 2026 transitions of every zone above (March/April, September/October).
-    start=st.datetimes(min_value=datetime(2026, 3, 25), max_value=datetime(2026, 4, 8))
+    start=st.datetimes(min_value=datetime(2026, 3, 1), max_value=datetime(2026, 4, 8))
     | st.datetimes(min_value=datetime(2026, 9, 1), max_value=datetime(2026, 10, 30)),
     span=st.integers(min_value=0, max_value=9 * 86_400),
     keep=st.integers(min_value=1, max_value=120),
@@ -85,9 +86,32 @@ def test_a_month_of_minutely_cron_slots_is_counted_not_walked(monkeypatch) -> No
     assert len(steps) < 6_000
 
 
-def test_the_cap_bounds_the_count_not_which_slots_are_latest() -> None:
-    every_minute = Cron("* * * * *")
-    count, latest = every_minute.slots_between(START, START + timedelta(days=1), keep=2, cap=100)
-    assert count == 100
+@pytest.mark.parametrize(
+    "trigger",
+    [
+        Cron("* * * * *"),
+        trigger_from_spec(
+            {
+                "kind": "compound",
+                "mode": "any",
+                "children": [
+                    {"kind": "cron", "expression": "* * * * *"},
+                    {"kind": "interval", "every": 7200},
+                ],
+            }
+        ),
+    ],  # fmt: skip
+    ids=["cron", "compound"],
+)
+def test_the_cap_bounds_the_count_not_which_slots_are_latest(trigger) -> None:
     until = START + timedelta(days=1)
+    count, latest = trigger.slots_between(START, until, keep=2, cap=100)
+    assert count == 100
     assert latest == [until - timedelta(minutes=1), until]
+
+
+def test_a_cron_near_the_last_year_is_walked_not_counted() -> None:
+    trigger = Cron("0 */6 * * *")
+    first = datetime(9999, 12, 29, 1, tzinfo=UTC)
+    until = datetime(9999, 12, 31, 23, 59, tzinfo=UTC)
+    assert trigger.slots_between(first, until, keep=3) == walked(trigger, first, until, 3)
