@@ -6,8 +6,9 @@ scheduler holds runs that wait for a worker (held.py), outcomes gather for
 GATHER seconds (or until no run is held): starting the waiting runs comes
 first on the scheduler's one database thread, and a burst's outcomes are
 written once it has started, in one large batch instead of many small ones.
-The wait costs the record nothing but its delay: a run's `finished_at` is
-when its body ended, not when its outcome was written.
+A run's `finished_at` is when its body ended, not when its outcome was
+written; until then it still reads `running` to other processes (what that
+allows is in docs/scheduler.md).
 """
 
 from __future__ import annotations

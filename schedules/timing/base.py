@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Iterator
 from datetime import datetime, timedelta
-from itertools import islice
+from itertools import islice, takewhile
 
 from .errors import InvalidTrigger
 from .limits import DEFAULT_LIMITS, metered
@@ -55,20 +55,25 @@ class Trigger(ABC):
         return count, list(latest)
 
     def latest_slots(self, first: datetime, until: datetime, keep: int) -> list[datetime]:
-        """The last `keep` slots in [first, until], walked from an hour before `until`,
-        the window doubled until it holds `keep` of them or reaches `first`."""
-        window = timedelta(hours=1)
-        while True:
-            reaches_first = window >= until - first
-            low = first if reaches_first else until - window
-            found: deque[datetime] = deque(maxlen=keep)
-            for slot in self.iter_fires(low - ONE_MICROSECOND):
-                if slot > until:
-                    break
-                found.append(slot)
-            if len(found) >= keep or reaches_first:
-                return list(found)
+        """The last `keep` slots in [first, until], walked from the shortest window
+        before `until` (an hour, doubled) that holds `keep` of them, or from `first`."""
+        low, window = first, timedelta(hours=1)
+        while window < until - first:
+            if self._holds(until - window, until, keep):
+                low = until - window
+                break
             window *= 2
+        found: deque[datetime] = deque(maxlen=keep)
+        for slot in self.iter_fires(low - ONE_MICROSECOND):
+            if slot > until:
+                break
+            found.append(slot)
+        return list(found)
+
+    def _holds(self, low: datetime, until: datetime, keep: int) -> bool:
+        """Whether [low, until] holds at least `keep` slots (walked; Cron counts them)."""
+        within = takewhile(lambda slot: slot <= until, self.iter_fires(low - ONE_MICROSECOND))
+        return sum(1 for _ in islice(within, keep)) >= keep
 
     def preview(self, n: int, after: datetime) -> list[datetime]:
         """The next `n` slots after `after` (fewer if the trigger runs out)."""

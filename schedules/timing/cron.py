@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import calendar
 from bisect import bisect_left, bisect_right
-from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
+from itertools import islice
 from zoneinfo import ZoneInfo
 
 from .base import Trigger
@@ -88,8 +88,9 @@ class Cron(Trigger):
         """Counted a day at a time, not walked: after a day down, `* * * * *` costs a
         scheduler's catch-up a few steps instead of 1,440 slots.
 
-        The last `keep` slots are walked back from `until` in widening windows, so
-        they are the latest ones whatever the cap (which bounds the count only).
+        The last `keep` slots are walked from a window before `until` sized by
+        counting (`latest_slots`), so they are the latest ones whatever the cap
+        (which bounds the count only).
         """
         first_utc = to_utc(require_aware(first, "first"))
         until_utc = to_utc(require_aware(until, "until"))
@@ -99,11 +100,11 @@ class Cron(Trigger):
             count = self._count(first_utc, until_utc, cap)
         except OverflowError:  # a day next to year 1 or 9999: walked instead
             return super().slots_between(first, until, keep=keep, cap=cap)
-        if count == 0:
-            return 0, []
-        # All of them (walked from `first`), or the last `keep` of more (found near `until`).
-        beyond = count >= cap or count > keep
-        return min(count, cap), self._latest(first_utc, until_utc, keep, beyond_keep=beyond)
+        if count == 0 or keep <= 0:
+            return min(count, cap), []
+        if count < cap and count <= keep:  # all of them, the first `count` from `first`
+            return count, list(islice(self.iter_fires(first_utc - ONE_MICROSECOND), count))
+        return min(count, cap), self.latest_slots(first, until, keep)
 
     def _count(self, first_utc: datetime, until_utc: datetime, cap: int) -> int:
         """Slots in [first, until]. A day with no offset change, after a day with none
@@ -111,11 +112,8 @@ class Cron(Trigger):
         midnights, holds each time of the table once: counted from the tables. The
         rest is walked. Stops once `cap` is reached (a decade down is as cheap as a week)."""
         zone, fields = self.zone, self.fields
-        try:
-            start = first_utc.astimezone(zone).replace(tzinfo=None, fold=0)
-            last_day = until_utc.astimezone(zone).date()
-        except OverflowError:
-            return 0
+        start = first_utc.astimezone(zone).replace(tzinfo=None, fold=0)
+        last_day = until_utc.astimezone(zone).date()
         plain = _PlainDays(zone)
         end = until_utc + ONE_MICROSECOND  # until itself counts
         count = 0
@@ -158,28 +156,8 @@ class Cron(Trigger):
             count += 1
         return count
 
-    def _latest(
-        self, first_utc: datetime, until_utc: datetime, keep: int, *, beyond_keep: bool
-    ) -> list[datetime]:
-        """The last `keep` slots in [first, until]: when there are more, walked from the
-        shortest window before `until` (an hour, doubled) that holds `keep` of them."""
-        if keep <= 0:
-            return []
-        window = timedelta(hours=1)
-        low = first_utc
-        while beyond_keep:
-            if window >= until_utc - first_utc:
-                break
-            if self._count(until_utc - window, until_utc, keep) >= keep:
-                low = until_utc - window
-                break
-            window *= 2
-        found: deque[datetime] = deque(maxlen=keep)
-        for slot in self.iter_fires(low - ONE_MICROSECOND):
-            if to_utc(slot) > until_utc:
-                break
-            found.append(slot)
-        return list(found)
+    def _holds(self, low: datetime, until: datetime, keep: int) -> bool:
+        return self._count(to_utc(low), to_utc(until), keep) >= keep
 
     def iter_fires(self, after: datetime) -> Iterator[datetime]:
         require_aware(after, "after")
