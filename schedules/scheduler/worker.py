@@ -54,10 +54,16 @@ class WorkerRuntime:
         self.beat.cancel()
         closing = self.scheduler.announcer.close(timeout=1.0)  # the line's task ends with it
         try:
-            asyncio.run_coroutine_threadsafe(closing, self.loop).result(timeout=2.0)
-        except Exception as exc:  # the loop is already gone at a late exit
+            future = asyncio.run_coroutine_threadsafe(closing, self.loop)
+        except RuntimeError as exc:  # the loop is already closed at a late exit: never started
             closing.close()
             logger.debug("run announcements of worker not closed: %s", exc)
+        else:
+            try:
+                future.result(timeout=2.0)
+            except Exception as exc:  # a loop blocked past the wait: stop it where it is
+                future.cancel()
+                logger.debug("run announcements of worker not closed: %s", exc)
         self.loop.call_soon_threadsafe(self.loop.stop)
         try:
             instances.stop_instance(instance_id=self.scheduler.instance_id, now=timezone.now())
