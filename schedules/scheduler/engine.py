@@ -94,9 +94,7 @@ class Scheduler:
         # a run counts against the pool before its task has reached `acquire`.
         self._worker_runs: set[int] = set()
         self._last: dict[str, float] = {}  # step -> monotonic time it last ran
-        self.recorder = OutcomeRecorder(
-            db=self.db, clock=self.clock, gather=lambda: bool(self.held)
-        )
+        self.recorder = OutcomeRecorder(db=self.db, clock=self.clock, gather=self.runs_wait)
         self.hooks = Hooks()
         self.announcer = Announcer()
         # Runs are queued for want of a free worker: a finished run wakes the loop.
@@ -462,6 +460,22 @@ class Scheduler:
             self.held.refill()
         elif self._waiting_for_worker:
             self.wake()
+        self.gathering_may_end()
+
+    def runs_wait(self) -> bool:
+        """Whether runs wait for a worker: held, or launched and in the pool's line.
+
+        Outcomes gather meanwhile (recorder.py): the last runs of a burst reach
+        their workers before the loop and the database thread turn to the burst's
+        outcomes."""
+        pool = self.executor.pool
+        if self._stopping or pool is None:
+            return False
+        return bool(len(self.held)) or pool.anyone_waiting()
+
+    def gathering_may_end(self) -> None:
+        if not self.runs_wait():
+            self.recorder.stop_gathering()
 
     def _forget(self, run_id: int, _task: asyncio.Task) -> None:
         # No wake here: a catch-up run waiting for a free instance is queued with

@@ -110,11 +110,10 @@ class HeldRuns:
             started, replaced = [], []
         finally:
             self._ids.difference_update(run.pk for run in runs)
-            if not self._ids:
-                scheduler.recorder.stop_gathering()
         await scheduler.cancel_local(replaced, claims.REPLACED)
         for run in started:
             if run.status != RunStatus.QUEUED:  # still queued: a catch-up told to wait
                 scheduler.launch(run)
         self._batch = None  # done: the next batch may start (runs left out freed their room)
         self.refill()
+        scheduler.gathering_may_end()  # its runs may all have found a worker

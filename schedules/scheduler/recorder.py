@@ -1,11 +1,12 @@
 """Writing outcomes in batches: while one batch is written, the next gathers.
 
 Each finished run waits for its own outcome to be written; a database
-hiccup is retried after a pause on the scheduler's clock. While the
-scheduler holds runs that wait for a worker (held.py), outcomes gather for
-GATHER seconds (or until no run is held): starting the waiting runs comes
-first on the scheduler's one database thread, and a burst's outcomes are
-written once it has started, in one large batch instead of many small ones.
+hiccup is retried after a pause on the scheduler's clock. While runs wait
+for a worker (held by the scheduler, held.py, or launched and in the worker
+pool's line), outcomes gather for GATHER seconds (or until no run waits):
+starting the waiting runs comes first on the scheduler's one database thread
+and its event loop, and a burst's outcomes are written once it has started,
+in one large batch instead of many small ones.
 A run's `finished_at` is when its body ended, not when its outcome was
 written; until then it still reads `running` to other processes (what that
 allows is in docs/scheduler.md).
@@ -46,7 +47,7 @@ class OutcomeRecorder:
         self._flusher: asyncio.Task | None = None
 
     def stop_gathering(self) -> None:
-        """Write what has gathered now (no run is held any more)."""
+        """Write what has gathered now (no run waits for a worker any more)."""
         self._go.set()
 
     async def record(self, run: Run, outcome: Outcome) -> tuple[Run | None, Run | None, list[Run]]:
@@ -65,6 +66,8 @@ class OutcomeRecorder:
     async def _flush(self) -> None:
         while self._pending:
             if self._gather() and len(self._pending) < BATCH:
+                # Set only when gathering ends: a stale set from an earlier burst is not it.
+                self._go.clear()
                 await self._clock.wait(GATHER, self._go)
             batch, self._pending = self._pending[:BATCH], self._pending[BATCH:]
             items = [(run, vars(outcome)) for run, outcome, _ in batch]

@@ -527,6 +527,22 @@ async def test_outcomes_gather_while_runs_wait_for_a_worker_and_go_when_none_doe
     assert batches == [3]
 
 
+async def test_an_end_of_gathering_left_over_from_an_earlier_burst_does_not_end_the_next() -> None:
+    batches: list[int] = []
+    recorder = recorder_writing_to(batches, gather=lambda: True)
+    recorder.stop_gathering()  # the last burst's runs found workers, with nothing to write
+    waits = [
+        asyncio.ensure_future(recorder.record(Run(pk=i), Outcome(RunStatus.SUCCEEDED)))
+        for i in range(3)
+    ]
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert batches == []  # this burst's outcomes gather
+    recorder.stop_gathering()
+    await asyncio.gather(*waits)
+    assert batches == [3]
+
+
 async def test_gathered_outcomes_are_written_once_the_gathering_time_has_passed() -> None:
     batches: list[int] = []
     clock = FakeClock()
