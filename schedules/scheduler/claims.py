@@ -368,12 +368,20 @@ def next_wakeup(
     and a finished run wakes the loop. Runs this process holds (held.py) wait
     in its worker pool, not for a pass.
     """
+    slot, queued = next_times(tasks=tasks, include_queued=include_queued, held=held)
+    candidates = [t for t in (slot, queued) if t is not None]
+    return min(candidates) if candidates else None
+
+
+def next_times(
+    *, tasks: Registry, include_queued: bool = True, held: Collection[int] = ()
+) -> tuple[datetime | None, datetime | None]:
+    """(the next slot, the time of the earliest queued run to start) as in next_wakeup;
+    the second is None without `include_queued`."""
     slot = Schedule.objects.next_slot_at(task_names=tasks.runnable_names())
     if not include_queued:
-        return slot
+        return slot, None
     queued = Run.objects.queued().startable().filter(dispatch=Dispatch.INLINE)
     if held:
         queued = queued.exclude(pk__in=list(held))
-    queued = queued.order_by("not_before").values_list("not_before", flat=True).first()
-    candidates = [t for t in (slot, queued) if t is not None]
-    return min(candidates) if candidates else None
+    return slot, queued.order_by("not_before").values_list("not_before", flat=True).first()

@@ -23,7 +23,7 @@ from django.db import connections
 
 from .. import services
 from ..conf import setting
-from ..models import Run, RunStatus
+from ..models import Run, RunReason, RunStatus
 from ..registry import Registry, registry
 from ..wake import wake_schedulers
 from . import claims, hints, instances, outcomes, queued
@@ -59,6 +59,9 @@ HOLD_CHECK_INTERVAL = 0.5
 # waits behind the held line anyway, and a pass per slot of a steady load would take the
 # database thread from starting the held runs (a better priority jumps it this late).
 HELD_PASS_INTERVAL = 0.05
+# How often a pass looks at the queue when nothing said it changed: a wake hint lost on
+# the way (another process queued a run) costs this much at most.
+QUEUE_LOOK_INTERVAL = 1.0
 # After shutdown's grace, how long stopped runs may take to have their outcome written.
 RECORD_GRACE = 4.0
 # How long shutdown waits for run announcements still unsent (a hung channel layer).
@@ -109,6 +112,12 @@ class Scheduler:
         # executing, whatever the database says (max_instances counts them out).
         self.unrecorded: set[int] = set()
         self.passes = 0
+        # The queue is read when something may have changed it (queue_changed), when
+        # its earliest run is due, or every QUEUE_LOOK_INTERVAL; not on every pass: under
+        # a steady load passes come every few milliseconds and it is usually empty.
+        self._queue_changes = 1
+        self._queue_seen = 0  # _queue_changes as of the last look
+        self._next_queued: datetime | None = None  # its earliest run's time, as last read
 
     # -------------------------------------------------------------- plumbing
 
@@ -121,9 +130,25 @@ class Scheduler:
 
     def hint(self) -> None:
         """Another process changed something (a schedule, a run now, a cancel): look at
-        once, cancelled runs included."""
+        once, cancelled runs and the queue included."""
         self._last.pop("cancel-check", None)
+        self.queue_changed()
+
+    def queue_changed(self) -> None:
+        """A run may have been queued (or freed to start): the next pass reads the queue."""
+        self._queue_changes += 1
         self.wake()
+
+    def _queue_due(self, now: datetime) -> bool:
+        at = self.clock.monotonic()
+        due = (
+            self._queue_changes != self._queue_seen
+            or (self._next_queued is not None and self._next_queued <= now)
+            or at - self._last.get("queue-look", float("-inf")) >= QUEUE_LOOK_INTERVAL
+        )
+        if due:
+            self._last["queue-look"] = at
+        return due
 
     def _due(self, step: str, every: float, now: datetime | None = None) -> bool:
         """Whether `every` seconds passed since `step` last ran, on the monotonic clock
@@ -243,6 +268,7 @@ class Scheduler:
             ):
                 self.hooks.finished(run, final=True)
                 self.announcer.announce(run)
+                self.queue_changed()  # a dead scheduler's queued runs are anyone's now
         if self._due("cancel-check", CANCEL_CHECK_INTERVAL):
             # Not every pass: under a steady load passes come every few milliseconds,
             # and a burst's runs in flight would be read again by each.
@@ -255,14 +281,18 @@ class Scheduler:
                 refusal = self.tasks.refusal(name)
                 logger.warning("%s: none of them runs until it is renamed", refusal)
 
+        looked = False
         if not self._stopping:
-            await self._claim(now)
+            looked = await self._claim(now)
         if self.executor.pool is not None:
             self.executor.pool.trim()
-        return await self._sleep_after_pass()
+        return await self._sleep_after_pass(looked)
 
-    async def _claim(self, now: datetime) -> None:
-        """Claim due slots, then queued runs, as the workers allow; launch them."""
+    async def _claim(self, now: datetime) -> int | None:
+        """Claim due slots, then queued runs, as the workers allow; launch them.
+
+        Returns the queue changes seen if the queue was read (its earliest time is
+        then read again after the pass), else None."""
         slots = self._worker_slots()
         if len(self.held):
             # New slots wait behind the held runs (priority, then arrival).
@@ -285,8 +315,13 @@ class Scheduler:
         await self.cancel_local(replaced, claims.REPLACED)
         for run in runs:
             self.launch(run)
-            self.held.hold(run)  # queued for want of a worker: started as workers free up
-        if self._may_start_queued(slots):
+            # Queued for want of a worker: started as workers free up.
+            held = self.held.hold(run)
+            if run.reason == RunReason.CATCH_UP or (run.status == RunStatus.QUEUED and not held):
+                self.queue_changed()  # catch-ups queue the slots after the first
+        looked = self._queue_due(now)
+        seen = self._queue_changes
+        if looked and self._may_start_queued(slots):
             waited, replaced = await self.db(
                 queued.claim_queued,
                 now=now,
@@ -318,6 +353,7 @@ class Scheduler:
             ):
                 self.held.hold(run)
         self.held.refill()
+        return seen if looked else None
 
     def _may_start_queued(self, slots: claims.WorkerSlots) -> bool:
         """Whether a queued run could start now: a worker is free, or a task runs inline.
@@ -341,16 +377,22 @@ class Scheduler:
     def needs_worker(self, task_name: str) -> bool:
         return self.executor.in_worker(self.tasks.get(task_name))
 
-    async def _sleep_after_pass(self) -> float:
+    async def _sleep_after_pass(self, looked: int | None = None) -> float:
         """Until the next slot or queued run (queued ones only if a worker is free),
         the resync interval at most, and until the next look for cancelled runs while
         runs are in flight; at least HELD_PASS_INTERVAL while runs are held."""
-        next_at = await self.db(
-            claims.next_wakeup,
-            tasks=self.tasks,
-            include_queued=not self._waiting_for_worker,
-            held=self.held.ids(),
+        read_queue = looked is not None and not self._waiting_for_worker
+        next_at, queued_at = await self.db(
+            claims.next_times, tasks=self.tasks, include_queued=read_queue, held=self.held.ids()
         )
+        if read_queue:
+            self._next_queued, self._queue_seen = queued_at, looked
+        elif self._waiting_for_worker:
+            self._next_queued = None  # they wait for a worker: a finished run wakes the loop
+        elif self._next_queued is not None:
+            next_at = min(next_at, self._next_queued) if next_at else self._next_queued
+        if read_queue and queued_at is not None:
+            next_at = min(next_at, queued_at) if next_at else queued_at
         delay = min(setting("SILLO_RESYNC_INTERVAL"), setting("SILLO_POLL_INTERVAL"))
         if next_at is not None:
             delay = max(0.0, min(delay, (next_at - self.clock.now()).total_seconds()))
@@ -459,7 +501,7 @@ class Scheduler:
         if len(self.held):
             self.held.refill()
         elif self._waiting_for_worker:
-            self.wake()
+            self.queue_changed()  # a queued run may start now
         self.gathering_may_end()
 
     def runs_wait(self) -> bool:
@@ -486,7 +528,7 @@ class Scheduler:
             self._worker_runs.discard(run_id)
             self._worker_freed()
         elif self._waiting_for_worker:
-            self.wake()
+            self.queue_changed()
 
     # -------------------------------------------------------------- a run
 
@@ -535,16 +577,16 @@ class Scheduler:
         self.hooks.finished(finished, final=retry is None)
         self.announcer.announce(finished)
         if finished.status == RunStatus.QUEUED:
-            self.wake()  # deferred by a rate limit: the sleep is recomputed for it
+            self.queue_changed()  # deferred by a rate limit: the sleep is recomputed for it
         if retry is not None:
             self.announcer.announce(retry)
-            self.wake()  # the sleep is recomputed: the retry starts at its time
+            self.queue_changed()  # the sleep is recomputed: the retry starts at its time
         if follow_ups:
             for follow in follow_ups:
                 if follow.status == RunStatus.SKIPPED:  # ended at once, as a claim's skip
                     self.hooks.finished(follow, final=True)
                 self.announcer.announce(follow)
-            self.wake()  # queued follow-ups start now
+            self.queue_changed()  # queued follow-ups start now
             if self.kind == "worker":
                 # A worker's own loop claims nothing: tell the schedulers (a lost hint
                 # costs one poll interval; enqueued follow-ups are already on the pool).

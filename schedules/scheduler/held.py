@@ -108,12 +108,15 @@ class HeldRuns:
         except Exception:
             logger.exception("could not start %d held run(s); a claim pass will", len(runs))
             started, replaced = [], []
+            scheduler.queue_changed()
         finally:
             self._ids.difference_update(run.pk for run in runs)
         await scheduler.cancel_local(replaced, claims.REPLACED)
         for run in started:
-            if run.status != RunStatus.QUEUED:  # still queued: a catch-up told to wait
+            if run.status != RunStatus.QUEUED:
                 scheduler.launch(run)
+            else:  # a catch-up told to wait for a free instance: the queue has its time
+                scheduler.queue_changed()
         self._batch = None  # done: the next batch may start (runs left out freed their room)
         self.refill()
         scheduler.gathering_may_end()  # its runs may all have found a worker

@@ -145,3 +145,55 @@ def test_the_due_query_reads_the_due_index_not_every_schedule_of_a_task(db) -> N
 
     plan = Schedule.objects.due(now=T0, task_names=registry.runnable_names()).explain()
     assert "schedule_due_idx" in plan, plan
+
+
+async def test_a_pass_reads_the_queue_only_when_it_may_have_changed(
+    scheduler, clock, monkeypatch
+) -> None:
+    """Under a steady load passes come every few milliseconds, and the queue (manual
+    runs, retries, catch-ups) is usually empty: it is read when something may have
+    queued a run, when its earliest run is due, and every QUEUE_LOOK_INTERVAL."""
+    from schedules.scheduler import hints, queued
+    from schedules.scheduler.engine import QUEUE_LOOK_INTERVAL
+
+    reads: list[str] = []
+    real = queued.claim_queued
+    monkeypatch.setattr(queued, "claim_queued", lambda **kw: reads.append("read") or real(**kw))
+    await create("tick", "test.echo", every(1))
+    idle = await create("idle", "test.echo", every(86400))
+    await create("flaky", "test.fail", every(3600), max_attempts=2, retry_delay=0.25)
+
+    await scheduler.run_pass()  # the first pass reads it
+    assert reads == ["read"]
+    for _ in range(3):  # slots of a steady load: no read
+        clock.advance(0.1)
+        await scheduler.run_pass()
+    assert reads == ["read"]
+
+    hints.wake_local()  # another process queued a run (a run now) and said so
+    await scheduler.run_pass()
+    assert reads == ["read"] * 2
+
+    clock.advance(3600 - 0.3)  # "flaky" fails; its retry is queued 0.25 s later
+    await scheduler.run_pass()
+    await scheduler.wait_idle()
+    await scheduler.run_pass()  # the retry was queued here: read, and its time kept
+    assert reads == ["read"] * 4
+    clock.advance(0.25)
+    await scheduler.run_pass()  # its time has come
+    await scheduler.wait_idle()
+    assert [r.status for r in await runs_of("flaky")] == [RunStatus.FAILED, RunStatus.FAILED]
+
+    reads.clear()
+    manual = await sync_to_async(Run.objects.create)(  # queued elsewhere, its hint lost
+        schedule=idle, task_name="test.echo", schedule_code="idle", reason=RunReason.MANUAL,
+        queued_at=clock.now(), not_before=clock.now(),
+    )  # fmt: skip
+    await scheduler.run_pass()
+    assert reads == []
+    clock.advance(QUEUE_LOOK_INTERVAL)
+    await scheduler.run_pass()
+    await scheduler.wait_idle()
+    assert reads == ["read"]
+    manual = await sync_to_async(Run.objects.get)(pk=manual.pk)
+    assert manual.status == RunStatus.SUCCEEDED

@@ -9,6 +9,7 @@ from asgiref.sync import sync_to_async
 
 from schedules import services
 from schedules.models import RunReason, RunStatus
+from schedules.scheduler import hints
 from tests.factories import T0, create, every, reload, runs_of, schedule_of
 from tests.taskapp import tasks as test_tasks
 
@@ -244,6 +245,7 @@ async def test_a_paused_schedules_retry_waits_and_runs_after_resume(scheduler, c
     await scheduler.wait_idle()
     assert [r.status for r in await runs_of("flaky")] == [RunStatus.FAILED, RunStatus.QUEUED]
     await sync_to_async(services.schedule_resume)(schedule=schedule, now=clock.now())
+    hints.wake_local()  # the resume's wake hint, as runscheduler's listener delivers it
     await scheduler.run_pass()
     await scheduler.wait_idle()
     assert [r.status for r in await runs_of("flaky")] == [RunStatus.FAILED, RunStatus.FAILED]
