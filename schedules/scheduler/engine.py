@@ -23,7 +23,7 @@ from django.db import connections
 
 from .. import services
 from ..conf import setting
-from ..models import Run, RunReason, RunStatus
+from ..models import Dispatch, Run, RunReason, RunStatus
 from ..registry import Registry, registry
 from ..wake import wake_schedulers
 from . import claims, hints, instances, outcomes, queued
@@ -59,9 +59,6 @@ HOLD_CHECK_INTERVAL = 0.5
 # waits behind the held line anyway, and a pass per slot of a steady load would take the
 # database thread from starting the held runs (a better priority jumps it this late).
 HELD_PASS_INTERVAL = 0.05
-# How often a pass looks at the queue when nothing said it changed: a wake hint lost on
-# the way (another process queued a run) costs this much at most.
-QUEUE_LOOK_INTERVAL = 1.0
 # After shutdown's grace, how long stopped runs may take to have their outcome written.
 RECORD_GRACE = 4.0
 # How long shutdown waits for run announcements still unsent (a hung channel layer).
@@ -98,6 +95,7 @@ class Scheduler:
         self._worker_runs: set[int] = set()
         self._last: dict[str, float] = {}  # step -> monotonic time it last ran
         self.recorder = OutcomeRecorder(db=self.db, clock=self.clock, gather=self.runs_wait)
+        self.executor.worker_taken = self.gathering_may_end
         self.hooks = Hooks()
         self.announcer = Announcer()
         # Runs are queued for want of a free worker: a finished run wakes the loop.
@@ -113,8 +111,9 @@ class Scheduler:
         self.unrecorded: set[int] = set()
         self.passes = 0
         # The queue is read when something may have changed it (queue_changed), when
-        # its earliest run is due, or every QUEUE_LOOK_INTERVAL; not on every pass: under
-        # a steady load passes come every few milliseconds and it is usually empty.
+        # its earliest run is due, or every SILLO_POLL_INTERVAL (a run queued elsewhere
+        # whose wake hint was lost); not on every pass: under a steady load passes come
+        # every few milliseconds and the queue is usually empty.
         self._queue_changes = 1
         self._queue_seen = 0  # _queue_changes as of the last look
         self._next_queued: datetime | None = None  # its earliest run's time, as last read
@@ -134,21 +133,27 @@ class Scheduler:
         self._last.pop("cancel-check", None)
         self.queue_changed()
 
-    def queue_changed(self) -> None:
-        """A run may have been queued (or freed to start): the next pass reads the queue."""
+    def queue_changed(self, *, wake: bool = True) -> None:
+        """A run may have been queued (or freed to start): the next pass reads the queue
+        (without `wake`: the pass under way, which reads it next)."""
         self._queue_changes += 1
-        self.wake()
+        if wake:
+            self.wake()
 
     def _queue_due(self, now: datetime) -> bool:
         at = self.clock.monotonic()
         due = (
             self._queue_changes != self._queue_seen
             or (self._next_queued is not None and self._next_queued <= now)
-            or at - self._last.get("queue-look", float("-inf")) >= QUEUE_LOOK_INTERVAL
+            or self._until_queue_look() <= 0
         )
         if due:
             self._last["queue-look"] = at
         return due
+
+    def _until_queue_look(self) -> float:
+        since = self.clock.monotonic() - self._last.get("queue-look", float("-inf"))
+        return setting("SILLO_POLL_INTERVAL") - since
 
     def _due(self, step: str, every: float, now: datetime | None = None) -> bool:
         """Whether `every` seconds passed since `step` last ran, on the monotonic clock
@@ -268,7 +273,7 @@ class Scheduler:
             ):
                 self.hooks.finished(run, final=True)
                 self.announcer.announce(run)
-                self.queue_changed()  # a dead scheduler's queued runs are anyone's now
+                self.queue_changed(wake=False)  # a dead scheduler's queued runs are anyone's
         if self._due("cancel-check", CANCEL_CHECK_INTERVAL):
             # Not every pass: under a steady load passes come every few milliseconds,
             # and a burst's runs in flight would be read again by each.
@@ -281,7 +286,7 @@ class Scheduler:
                 refusal = self.tasks.refusal(name)
                 logger.warning("%s: none of them runs until it is renamed", refusal)
 
-        looked = False
+        looked = None
         if not self._stopping:
             looked = await self._claim(now)
         if self.executor.pool is not None:
@@ -317,8 +322,8 @@ class Scheduler:
             self.launch(run)
             # Queued for want of a worker: started as workers free up.
             held = self.held.hold(run)
-            if run.reason == RunReason.CATCH_UP or (run.status == RunStatus.QUEUED and not held):
-                self.queue_changed()  # catch-ups queue the slots after the first
+            if _may_have_queued(run, held):
+                self.queue_changed(wake=False)  # this pass reads the queue next
         looked = self._queue_due(now)
         seen = self._queue_changes
         if looked and self._may_start_queued(slots):
@@ -385,15 +390,21 @@ class Scheduler:
         next_at, queued_at = await self.db(
             claims.next_times, tasks=self.tasks, include_queued=read_queue, held=self.held.ids()
         )
+        if looked is not None:
+            # Read by claim_queued, or nothing could start (every runnable task needs a
+            # worker, none is free): a freed worker or the hold check signals it then.
+            self._queue_seen = looked
         if read_queue:
-            self._next_queued, self._queue_seen = queued_at, looked
+            self._next_queued = queued_at
         elif self._waiting_for_worker:
             self._next_queued = None  # they wait for a worker: a finished run wakes the loop
         elif self._next_queued is not None:
             next_at = min(next_at, self._next_queued) if next_at else self._next_queued
         if read_queue and queued_at is not None:
             next_at = min(next_at, queued_at) if next_at else queued_at
-        delay = min(setting("SILLO_RESYNC_INTERVAL"), setting("SILLO_POLL_INTERVAL"))
+        # In time for the next look at the queue: a run queued elsewhere whose hint was
+        # lost starts within a poll interval, however the passes fall.
+        delay = min(setting("SILLO_RESYNC_INTERVAL"), max(0.0, self._until_queue_look()))
         if next_at is not None:
             delay = max(0.0, min(delay, (next_at - self.clock.now()).total_seconds()))
         if self.in_flight:  # in time for the next look for runs ended elsewhere
@@ -505,15 +516,16 @@ class Scheduler:
         self.gathering_may_end()
 
     def runs_wait(self) -> bool:
-        """Whether runs wait for a worker: held, or launched and in the pool's line.
+        """Whether runs wait for a worker: held, or launched and not yet in a worker
+        (on their way to the pool's line, or in it).
 
         Outcomes gather meanwhile (recorder.py): the last runs of a burst reach
         their workers before the loop and the database thread turn to the burst's
-        outcomes."""
+        outcomes. A run that takes a worker ends the gathering if it was the last."""
         pool = self.executor.pool
         if self._stopping or pool is None:
             return False
-        return bool(len(self.held)) or pool.anyone_waiting()
+        return bool(len(self.held)) or len(self._worker_runs) > pool.busy
 
     def gathering_may_end(self) -> None:
         if not self.runs_wait():
@@ -591,6 +603,18 @@ class Scheduler:
                 # A worker's own loop claims nothing: tell the schedulers (a lost hint
                 # costs one poll interval; enqueued follow-ups are already on the pool).
                 await self.db(wake_schedulers)
+
+
+def _may_have_queued(run: Run, held: bool) -> bool:
+    """Whether claiming this slot's run may have queued one for a pass to start: the
+    run itself (waiting for a worker, not held), the later slots of a catch-up, or
+    the follow-ups of a run that failed at claim time."""
+    if run.dispatch != Dispatch.INLINE:
+        return False  # an enqueued run is a django.tasks worker's, not a pass's
+    if run.status == RunStatus.QUEUED:
+        return not held
+    catch_up_all = run.schedule is not None and run.schedule.misfire == "all"
+    return run.status == RunStatus.FAILED or (run.reason == RunReason.CATCH_UP and catch_up_all)
 
 
 def _priority(run: Run) -> int:

@@ -132,6 +132,8 @@ class Executor:
         self.lingering: dict[int, int] = {}
         # The tasks of runs waiting for a worker (their bodies have not begun).
         self.waiting_for_worker: set[asyncio.Task] = set()
+        # Called as a run takes a worker: the scheduler's outcomes may stop gathering.
+        self.worker_taken: Callable[[], None] = lambda: None
         self.closing = False  # shutting down: no run begins in a worker any more
         self._lock = threading.Lock()  # pool threads release, the loop counts
 
@@ -169,6 +171,7 @@ class Executor:
             if self.closing and isinstance(worker, Worker):  # a worker freed in the grace
                 self.pool.release(worker)
                 raise NotStarted(SHUT_DOWN)
+            self.worker_taken()
         handler = build_pipeline(
             self._innermost(declaration, worker, output),
             context,

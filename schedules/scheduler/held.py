@@ -113,9 +113,10 @@ class HeldRuns:
             self._ids.difference_update(run.pk for run in runs)
         await scheduler.cancel_local(replaced, claims.REPLACED)
         for run in started:
-            if run.status != RunStatus.QUEUED:
+            if run.status != RunStatus.QUEUED:  # still queued: a catch-up told to wait
                 scheduler.launch(run)
-            else:  # a catch-up told to wait for a free instance: the queue has its time
+            if run.status != RunStatus.RUNNING:
+                # Its wait's time, or the follow-ups of a run failed at claim time.
                 scheduler.queue_changed()
         self._batch = None  # done: the next batch may start (runs left out freed their room)
         self.refill()

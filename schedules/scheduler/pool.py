@@ -109,10 +109,6 @@ class WorkerPool:
         """Runs waiting for a worker because every worker is busy."""
         return sum(1 for *_, waiter in self._waiters if not waiter.done())
 
-    def anyone_waiting(self) -> bool:
-        """Whether a run waits for a worker (`waiting`, stopping at the first)."""
-        return any(not waiter.done() for *_, waiter in self._waiters)
-
     def pids(self) -> list[int]:
         return [w.pid for w in [*self._idle, *self._busy] if w.pid is not None]
 

@@ -377,3 +377,19 @@ def test_a_worker_of_dispatch_enqueue_queues_the_follow_ups_too() -> None:
         assert (follow.status, follow.result) == (RunStatus.SUCCEEDED, {"on": "pool"})
     finally:
         close_worker_runtime()
+
+
+async def test_a_run_failed_at_claim_time_starts_its_catch_in_the_same_pass(
+    scheduler, clock
+) -> None:
+    await create("rescue", "test.echo", HOUR)
+    unfit = await create("unfit", "test.fail", every(60), catch=["rescue"])
+    # Its kwargs no longer fit the task: its slot's run fails when claimed.
+    await sync_to_async(Schedule.objects.filter(pk=unfit.pk).update)(kwargs={"old_name": 1})
+    clock.advance(59.5)
+    await scheduler.run_pass()  # the queue was just read: nothing else says to read it again
+    clock.advance(0.5)
+    await scheduler.run_pass()
+    await scheduler.wait_idle()
+    assert (await only("unfit")).status == RunStatus.FAILED
+    assert (await only("rescue")).status == RunStatus.SUCCEEDED

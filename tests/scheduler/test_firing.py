@@ -152,9 +152,11 @@ async def test_a_pass_reads_the_queue_only_when_it_may_have_changed(
 ) -> None:
     """Under a steady load passes come every few milliseconds, and the queue (manual
     runs, retries, catch-ups) is usually empty: it is read when something may have
-    queued a run, when its earliest run is due, and every QUEUE_LOOK_INTERVAL."""
+    queued a run, when its earliest run is due, and every SILLO_POLL_INTERVAL."""
+    from schedules.conf import setting
     from schedules.scheduler import hints, queued
-    from schedules.scheduler.engine import QUEUE_LOOK_INTERVAL
+
+    poll = setting("SILLO_POLL_INTERVAL")
 
     reads: list[str] = []
     real = queued.claim_queued
@@ -189,9 +191,10 @@ async def test_a_pass_reads_the_queue_only_when_it_may_have_changed(
         schedule=idle, task_name="test.echo", schedule_code="idle", reason=RunReason.MANUAL,
         queued_at=clock.now(), not_before=clock.now(),
     )  # fmt: skip
-    await scheduler.run_pass()
+    clock.advance(poll - 0.05)  # a pass just before the next look: it sleeps until then
+    assert await scheduler.run_pass() == pytest.approx(0.05)
     assert reads == []
-    clock.advance(QUEUE_LOOK_INTERVAL)
+    clock.advance(0.05)
     await scheduler.run_pass()
     await scheduler.wait_idle()
     assert reads == ["read"]

@@ -204,6 +204,34 @@ async def test_runs_waiting_for_a_worker_at_shutdown_are_queued_again_not_lost(
     await another_scheduler_runs_them(clock, rest, log)
 
 
+async def test_outcomes_gather_until_the_last_launched_run_has_taken_a_worker(
+    clock, transactional_db, tmp_path
+) -> None:
+    """Launched runs that wait for a worker (none held) keep outcomes gathering; the run
+    that takes the last worker ends it then, not when a run ends later."""
+    codes = ["first", "b0"]
+    log, gate = await burst(tmp_path, codes[1:], all_gated=True)  # whoever begins, holds
+    ended_with: list[int] = []  # runs still launched when gathering ended
+
+    def spy(scheduler: Scheduler) -> None:
+        real = scheduler.recorder.stop_gathering
+        scheduler.recorder.stop_gathering = lambda: (
+            ended_with.append(scheduler.launched_in_workers()) or real()
+        )
+
+    async for backlogged in pooled_scheduler(clock, 1, backlog=1):
+        spy(backlogged)
+        clock.advance(60)
+        await backlogged.run_pass()
+        assert len(backlogged.held) == 0  # both launched: one in the worker, one waiting
+        await a_worker_is_taken(backlogged)
+        assert backlogged.runs_wait()
+        gate.touch()
+        assert await settled(codes) == {code: [RunStatus.SUCCEEDED] for code in codes}
+        assert not backlogged.runs_wait()
+        assert 1 in ended_with  # as the second run took the worker, while it ran
+
+
 async def test_a_run_cancelled_while_it_waits_for_a_worker_outside_a_shutdown_is_cancelled(
     clock, transactional_db, tmp_path
 ) -> None:

@@ -211,20 +211,6 @@ async def test_runs_waiting_for_a_worker_get_one_by_priority_then_arrival(pool) 
     assert order == ["critical", "high", "normal"]
 
 
-async def test_a_run_given_a_worker_no_longer_waits_even_before_it_resumes(pool) -> None:
-    """What the scheduler's outcomes gather by (engine.runs_wait): the last run
-    waiting is served the moment a worker is released to it."""
-    workers = pool(max_workers=1)
-    busy = await workers.acquire()
-    assert not workers.anyone_waiting()
-    waiter = asyncio.ensure_future(workers.acquire())
-    await asyncio.sleep(0)
-    assert workers.anyone_waiting()
-    workers.release(busy)
-    assert not workers.anyone_waiting()  # the waiter has a worker, though it has not run yet
-    workers.release(await waiter)
-
-
 async def test_workers_are_recycled_after_their_maximum_number_of_runs(pool) -> None:
     workers = pool(max_runs=2)
     pids = [(await run(workers, "test.pid"))["result"] for _ in range(3)]
