@@ -383,9 +383,10 @@ class Scheduler:
         return self.executor.in_worker(self.tasks.get(task_name))
 
     async def _sleep_after_pass(self, looked: int | None = None) -> float:
-        """Until the next slot or queued run (queued ones only if a worker is free),
-        the resync interval at most, and until the next look for cancelled runs while
-        runs are in flight; at least HELD_PASS_INTERVAL while runs are held."""
+        """Until the next slot or queued run (queued ones only if a worker is free), the
+        next look at the queue (a poll interval at most), and the next look for
+        cancelled runs while runs are in flight; at least HELD_PASS_INTERVAL while runs
+        are held. `looked`: the queue changes seen if this pass read the queue."""
         read_queue = looked is not None and not self._waiting_for_worker
         next_at, queued_at = await self.db(
             claims.next_times, tasks=self.tasks, include_queued=read_queue, held=self.held.ids()
