@@ -28,7 +28,6 @@ from .records import insert_runs, new_run, update_each
 
 logger = logging.getLogger(__name__)
 
-ONE_MICROSECOND = timedelta(microseconds=1)
 MISSED_COUNT_CAP = 10_000
 CATCH_UP_RECHECK = timedelta(seconds=1)
 
@@ -359,25 +358,17 @@ def unrunnable(run: Run, tasks: Registry) -> str:
     return f"skipped: {refusal}" if refusal else ""
 
 
-def next_wakeup(
-    *, tasks: Registry, include_queued: bool = True, held: Collection[int] = ()
-) -> datetime | None:
-    """The earliest instant anything becomes due: two indexed lookups.
-
-    Without `include_queued`, queued runs are left out: they wait for a worker,
-    and a finished run wakes the loop. Runs this process holds (held.py) wait
-    in its worker pool, not for a pass.
-    """
-    slot, queued = next_times(tasks=tasks, include_queued=include_queued, held=held)
-    candidates = [t for t in (slot, queued) if t is not None]
-    return min(candidates) if candidates else None
-
-
 def next_times(
     *, tasks: Registry, include_queued: bool = True, held: Collection[int] = ()
 ) -> tuple[datetime | None, datetime | None]:
-    """(the next slot, the time of the earliest queued run to start) as in next_wakeup;
-    the second is None without `include_queued`."""
+    """(the next slot, the time of the earliest queued run to start): two indexed
+    lookups, from which the loop sleeps.
+
+    Without `include_queued` the second is None: queued runs wait for a worker
+    (a finished run wakes the loop), or the queue was not read this pass (engine.py
+    keeps its earliest time). Runs this process holds (held.py) wait in its worker
+    pool, not for a pass.
+    """
     slot = Schedule.objects.next_slot_at(task_names=tasks.runnable_names())
     if not include_queued:
         return slot, None

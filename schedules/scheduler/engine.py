@@ -399,10 +399,8 @@ class Scheduler:
             self._next_queued = queued_at
         elif self._waiting_for_worker:
             self._next_queued = None  # they wait for a worker: a finished run wakes the loop
-        elif self._next_queued is not None:
+        if self._next_queued is not None:
             next_at = min(next_at, self._next_queued) if next_at else self._next_queued
-        if read_queue and queued_at is not None:
-            next_at = min(next_at, queued_at) if next_at else queued_at
         # In time for the next look at the queue: a run queued elsewhere whose hint was
         # lost starts within a poll interval, however the passes fall.
         delay = min(setting("SILLO_RESYNC_INTERVAL"), max(0.0, self._until_queue_look()))
@@ -526,7 +524,7 @@ class Scheduler:
         pool = self.executor.pool
         if self._stopping or pool is None:
             return False
-        return bool(len(self.held)) or len(self._worker_runs) > pool.busy
+        return bool(len(self.held)) or self.launched_in_workers() > pool.busy
 
     def gathering_may_end(self) -> None:
         if not self.runs_wait():

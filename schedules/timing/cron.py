@@ -23,14 +23,13 @@ from datetime import date, datetime, timedelta
 from itertools import islice
 from zoneinfo import ZoneInfo
 
-from .base import Trigger
+from .base import ONE_MICROSECOND, Trigger
 from .cronexpr import CronFields, parse_cron
 from .describe import describe_cron
 from .errors import InvalidTrigger
 from .zones import get_zone, is_imaginary, require_aware, to_utc
 
 ONE_MINUTE = timedelta(minutes=1)
-ONE_MICROSECOND = timedelta(microseconds=1)
 ONE_DAY = timedelta(days=1)
 MAX_YEAR = 9999
 

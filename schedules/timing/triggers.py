@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from heapq import merge
 
-from .base import Trigger
+from .base import ONE_MICROSECOND, Trigger
 from .cron import Cron
 from .describe import describe_duration
 from .errors import InvalidTrigger
@@ -18,7 +18,6 @@ from .limits import DEFAULT_LIMITS, Limits, current_meter, metered
 from .zones import get_zone, is_imaginary, require_aware, to_utc, zone_name
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-ONE_MICROSECOND = timedelta(microseconds=1)
 
 
 def _seconds(value: object, what: str, limits: Limits = DEFAULT_LIMITS) -> timedelta:

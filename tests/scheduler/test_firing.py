@@ -135,7 +135,7 @@ def test_a_pass_costs_what_is_due_not_what_exists(db, django_assert_num_queries)
     assert runs == []
     earliest = min(Schedule.objects.values_list("next_run_at", flat=True))
     with django_assert_num_queries(2):
-        assert claims.next_wakeup(tasks=registry) == earliest
+        assert claims.next_times(tasks=registry) == (earliest, None)
 
 
 @pytest.mark.sqlite

@@ -456,10 +456,9 @@ def test_passes_leave_held_runs_to_their_scheduler() -> None:
     )  # fmt: skip
     assert [run.pk for run in runs] == [free.pk]
     # Nor does the loop wake for a held run: it waits for a worker, not for a pass.
-    assert claims.next_wakeup(tasks=registry) == T0
-    next_slot = claims.next_wakeup(tasks=registry, include_queued=False)
-    assert next_slot > T0
-    assert claims.next_wakeup(tasks=registry, held=[held.pk]) == next_slot
+    next_slot, next_queued = claims.next_times(tasks=registry)
+    assert next_queued == T0 and next_slot > T0
+    assert claims.next_times(tasks=registry, held=[held.pk]) == (next_slot, None)
 
 
 async def test_passes_while_runs_wait_for_a_worker_read_the_queue_twice_a_second_at_most(
