@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .caps import cap_error
-from .layer import send_to_groups, send_to_groups_from_sync
+from .layer import listened, send_to_groups, send_to_groups_from_sync
 
 if TYPE_CHECKING:
     from .models import Run
@@ -99,9 +99,14 @@ class RunEvent:
         return cls(**data)
 
     def groups(self) -> list[str]:
-        if self.schedule_id is None:
-            return [ALL_RUNS_GROUP]
-        return [ALL_RUNS_GROUP, schedule_group(self.schedule_id)]
+        return run_groups(self.schedule_id)
+
+
+def run_groups(schedule_id: int | None) -> list[str]:
+    """The groups a run's events go to: every run's, and its schedule's."""
+    if schedule_id is None:
+        return [ALL_RUNS_GROUP]
+    return [ALL_RUNS_GROUP, schedule_group(schedule_id)]
 
 
 async def publish_run(run: Run) -> None:
@@ -111,7 +116,9 @@ async def publish_run(run: Run) -> None:
 
 async def publish_run_event(event: RunEvent) -> None:
     """Send an event taken earlier (the run as it was then) to its groups."""
-    await send_to_groups(event.groups(), event.marshal(), what=f"run event for run {event.id}")
+    groups = listened(event.groups())
+    if groups:  # else no page is open to show it: not even marshalled
+        await send_to_groups(groups, event.marshal(), what=f"run event for run {event.id}")
 
 
 @dataclass(frozen=True)

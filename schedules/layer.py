@@ -21,7 +21,7 @@ from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.exceptions import ChannelFull
-from channels.layers import get_channel_layer
+from channels.layers import InMemoryChannelLayer, get_channel_layer
 
 logger = logging.getLogger(__name__)
 
@@ -32,8 +32,25 @@ _quiet_until = 0.0  # _now() before which sends are skipped (a hung layer)
 _now = time.monotonic
 
 
+def listened(groups: Iterable[str]) -> list[str]:
+    """Of these groups, the ones a send may reach: all of them, except on the in-process
+    layer, which knows the groups that have no member (no page open on them).
+
+    A send to those is work for nobody, and not little: in a burst of a thousand
+    runs with no page open, the in-process layer's sends took a fifth of the
+    scheduler loop's time.
+    """
+    layer = get_channel_layer()
+    if isinstance(layer, InMemoryChannelLayer):
+        return [group for group in groups if group in layer.groups]
+    return list(groups)
+
+
 async def send_to_groups(groups: Iterable[str], message: dict[str, Any], *, what: str) -> None:
     """Send `message` to each group; `what` names it in the warning if it is lost."""
+    groups = listened(groups)
+    if not groups:
+        return
 
     async def send(layer: Any) -> None:
         for group in groups:

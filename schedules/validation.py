@@ -29,10 +29,24 @@ class InvalidKwargs(ValueError):
 
 
 def trigger_limits() -> Limits:
-    """The timing engine's limits, with the overrides of SILLO_TRIGGER_LIMITS."""
-    overrides = setting("SILLO_TRIGGER_LIMITS") or {}
+    """The timing engine's limits, with the overrides of SILLO_TRIGGER_LIMITS.
+
+    Worked out once per value of the setting: the scheduler asks for them twice
+    for every due slot, and building them cost more than the rest of the lookup.
+    """
+    global _limits_read
+    overrides = setting("SILLO_TRIGGER_LIMITS")
+    read = _limits_read
+    if read is not None and read[0] is overrides:
+        return read[1]
     known = {f.name for f in fields(Limits)}
-    return replace(Limits(), **{k: v for k, v in overrides.items() if k in known})
+    limits = replace(Limits(), **{k: v for k, v in (overrides or {}).items() if k in known})
+    _limits_read = (overrides, limits)
+    return limits
+
+
+# (the setting's value, the limits it gives); a changed setting is a new value (conf.py).
+_limits_read: tuple[object, Limits] | None = None
 
 
 def parse_trigger(spec: object) -> Trigger:

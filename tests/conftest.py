@@ -49,8 +49,31 @@ def _plain_static_storage(settings) -> None:
 
 @pytest.fixture(autouse=True)
 def _channel_layer_answers(monkeypatch) -> None:
-    """A test that hung the channel layer leaves no quiet period to the next one."""
+    """A test that hung the channel layer leaves no quiet period to the next one, nor
+    listeners: the in-process layer sends only to groups with a member."""
     monkeypatch.setattr("schedules.layer._quiet_until", 0.0)
+    from channels.layers import InMemoryChannelLayer, get_channel_layer  # settings are set up
+
+    layer = get_channel_layer()
+    if isinstance(layer, InMemoryChannelLayer):
+        monkeypatch.setattr(layer, "groups", {})
+        monkeypatch.setattr(layer, "channels", {})
+
+
+@pytest.fixture
+def every_group_listened(monkeypatch):
+    """The in-process channel layer, with a page open on every group: a send to a group
+    nobody listens to is not made at all (schedules.layer.listened), so a test of what
+    a send meets (a hung or broken layer) needs a listener."""
+    from channels.layers import get_channel_layer  # settings are set up
+
+    class EveryGroup(dict):
+        def __contains__(self, group: object) -> bool:
+            return True
+
+    layer = get_channel_layer()
+    monkeypatch.setattr(layer, "groups", EveryGroup())
+    return layer
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -11,16 +11,15 @@ import asyncio
 import threading
 
 import pytest
-from channels.layers import get_channel_layer
 
 from schedules.models import Schedule
 from tests.factories import every, make_schedule
 
 
 @pytest.fixture
-def hung_layer(monkeypatch):
+def hung_layer(every_group_listened, monkeypatch):
     """Every send waits for ever, as to a Redis that accepts connections and never answers."""
-    layer = get_channel_layer()
+    layer = every_group_listened
 
     async def never(*args, **kwargs):
         await asyncio.Event().wait()
@@ -76,8 +75,10 @@ def test_after_a_send_times_out_hints_are_skipped_for_a_while(
     assert caplog.text.count("did not answer") == waited + 1  # tried again, after the quiet
 
 
-def test_a_broken_layer_is_one_warning_and_no_error(transactional_db, monkeypatch, caplog) -> None:
-    layer = get_channel_layer()
+def test_a_broken_layer_is_one_warning_and_no_error(
+    transactional_db, every_group_listened, monkeypatch, caplog
+) -> None:
+    layer = every_group_listened
 
     async def refused(*args, **kwargs):
         raise ConnectionRefusedError("redis is down")

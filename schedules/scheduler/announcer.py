@@ -26,7 +26,8 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TYPE_CHECKING
 
-from ..events import RunEvent, publish_output, publish_run_event
+from ..events import RunEvent, publish_output, publish_run_event, run_groups
+from ..layer import listened
 
 if TYPE_CHECKING:
     from ..models import Run
@@ -64,8 +65,10 @@ class Announcer:
     def announce(self, run: Run) -> None:
         """Send the run as it is now (its event is taken at once), after earlier events;
         if the run's previous event has not been sent yet, this one takes its place."""
-        event = RunEvent.from_run(run)
         entry = self._entry_of_run.get(run.pk)
+        if entry is None and not listened(run_groups(run.schedule_id)):
+            return  # no page open would show it: its event is not even taken
+        event = RunEvent.from_run(run)
         if entry is not None:
             entry.event = event
             return

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import re
 
+import pytest
+
 from schedules.models import Run, RunReason, RunStatus
 from schedules.scheduler.announcer import Announcer
 
@@ -12,6 +14,11 @@ from schedules.scheduler.announcer import Announcer
 def run(pk: int, status: str = RunStatus.RUNNING) -> Run:
     return Run(pk=pk, schedule_code=f"s{pk}", task_name="test.echo", status=status,
                reason=RunReason.SCHEDULED)  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def _pages_open(every_group_listened) -> None:
+    """The line's own behaviour: a page is open on every group."""
 
 
 def hold_sends(monkeypatch) -> tuple[asyncio.Event, list[tuple[int, str]]]:
