@@ -28,6 +28,7 @@ from ..registry import Registry, registry
 from ..wake import wake_schedulers
 from . import claims, hints, instances, outcomes, queued
 from .announcer import Announcer
+from .checkpoints import CHECKPOINT_INTERVAL, Checkpointer, leave_to_the_checkpointer
 from .clock import Clock, SystemClock
 from .dbcalls import db_call, despite_cancel
 from .executor import (
@@ -83,8 +84,12 @@ class Scheduler:
         self.executor = executor or Executor(
             pool=default_pool(), sync_workers=setting("SILLO_SYNC_WORKERS")
         )
-        # One thread for the scheduler's own queries, apart from web requests and tasks.
-        self._db_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sillo-db")
+        # One thread for the scheduler's own queries, apart from web requests and tasks;
+        # SQLite's checkpoints happen on a thread of their own (checkpoints.py).
+        self._db_pool = ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="sillo-db", initializer=leave_to_the_checkpointer
+        )
+        self.checkpointer = Checkpointer()
         self.pruner = Pruner()
         self._wake = asyncio.Event()
         self._stopping = False
@@ -253,6 +258,7 @@ class Scheduler:
         await self.announcer.close(timeout=ANNOUNCE_GRACE)
         self.hooks.shutdown()
         await self.pruner.close()
+        await self.checkpointer.close()
         self._db_pool.submit(connections.close_all)
         self._db_pool.shutdown(wait=True)
         logger.info("scheduler %s stopped", self.instance_id)
@@ -278,6 +284,8 @@ class Scheduler:
             # Not every pass: under a steady load passes come every few milliseconds,
             # and a burst's runs in flight would be read again by each.
             await self._notice_cancelled()
+        if self._due("checkpoint", CHECKPOINT_INTERVAL):
+            self.checkpointer.start()
         if not self.pruner.running and self._due("prune", setting("SILLO_PRUNE_INTERVAL"), now):
             self.pruner.start_round(now)
         if self._due("sync", setting("SILLO_RESYNC_INTERVAL"), now):
