@@ -71,6 +71,9 @@ def every_group_listened(monkeypatch):
         def __contains__(self, group: object) -> bool:
             return True
 
+        def __missing__(self, group: str) -> dict:
+            return {}  # a listener that receives nothing: a send reaches no channel
+
     layer = get_channel_layer()
     monkeypatch.setattr(layer, "groups", EveryGroup())
     return layer
