@@ -6,16 +6,22 @@ one commit takes 0.1 to 0.4 s. On the scheduler's database thread it held
 every claim and outcome behind it: one benchmark run in five read a p99
 lateness of 93 to 383 ms, where the others read 10 to 20 ms.
 
-So that thread's connection never checkpoints (`wal_autocheckpoint=0`), and a
-thread of its own runs a PASSIVE checkpoint, which waits for no reader and no
-writer, every CHECKPOINT_INTERVAL while the scheduler runs. Other processes
-(the web server, the CLI) keep SQLite's own checkpoints. PostgreSQL has no
-such step: there this module does nothing.
+So a thread of its own runs a PASSIVE checkpoint, which waits for no reader
+and no writer, at most once a second (from the scheduler's passes, or from a
+django.tasks worker's heartbeat). The database thread's own commits
+checkpoint only past OWN_CHECKPOINT_PAGES: while it writes without a pause,
+a checkpoint beside it never catches the log's very end, and SQLite starts
+the log over only once all of it has been copied back. That commit copies
+what is left (the last second's pages, not 4 MB), the log then starts over,
+and the log stays bounded even if the checkpointer falls behind. Other
+connections (the web server, the CLI) keep SQLite's own rule. PostgreSQL has
+no such step: there this module does nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -27,20 +33,25 @@ from django.db.backends.signals import connection_created
 logger = logging.getLogger(__name__)
 
 CHECKPOINT_INTERVAL = 1.0  # seconds between checkpoints (one with nothing to copy is ~0.1 ms)
+# Pages (4 KB each by default) past which the database thread's commit checkpoints itself.
+OWN_CHECKPOINT_PAGES = 10_000
+# Bytes the log file is cut back to when it starts over (it would keep its largest size).
+LOG_FILE_LIMIT = 4 * 1024 * 1024
 
 _thread_state = threading.local()
 
 
 def leave_to_the_checkpointer() -> None:
     """Set on a thread (a thread pool's initializer): its SQLite connections, opened now
-    or again after an error, never checkpoint on commit."""
-    _thread_state.no_checkpoints = True
+    or again after an error, checkpoint on commit only past OWN_CHECKPOINT_PAGES."""
+    _thread_state.leaves_checkpoints = True
 
 
 def _on_connection_created(sender: Any, connection: Any, **kwargs: Any) -> None:
-    if connection.vendor == "sqlite" and getattr(_thread_state, "no_checkpoints", False):
+    if connection.vendor == "sqlite" and getattr(_thread_state, "leaves_checkpoints", False):
         with connection.cursor() as cursor:
-            cursor.execute("PRAGMA wal_autocheckpoint=0")
+            cursor.execute(f"PRAGMA wal_autocheckpoint={int(OWN_CHECKPOINT_PAGES)}")
+            cursor.execute(f"PRAGMA journal_size_limit={int(LOG_FILE_LIMIT)}")
 
 
 connection_created.connect(_on_connection_created, dispatch_uid="sillo-no-checkpoints")
@@ -75,5 +86,6 @@ def checkpoint() -> tuple[int, int, int] | None:
             return cursor.fetchone()
     except Exception as exc:  # the next one tries again; SQLite's log only grows meanwhile
         logger.warning("WAL checkpoint failed: %s", exc)
-        connection.close()
+        with contextlib.suppress(Exception):  # a broken connection is reopened next time
+            connection.close()
         return None

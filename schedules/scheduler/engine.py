@@ -170,6 +170,10 @@ class Scheduler:
             return True
         return False
 
+    def _checkpoint_if_due(self) -> None:
+        if self._due("checkpoint", CHECKPOINT_INTERVAL):
+            self.checkpointer.start()  # beside the database thread, never waited for
+
     def local_in_flight(self) -> dict[int, int]:
         """Sync threads of this process that outlived their timeout, per schedule."""
         return self.executor.lingering_counts()
@@ -284,8 +288,7 @@ class Scheduler:
             # Not every pass: under a steady load passes come every few milliseconds,
             # and a burst's runs in flight would be read again by each.
             await self._notice_cancelled()
-        if self._due("checkpoint", CHECKPOINT_INTERVAL):
-            self.checkpointer.start()
+        self._checkpoint_if_due()
         if not self.pruner.running and self._due("prune", setting("SILLO_PRUNE_INTERVAL"), now):
             self.pruner.start_round(now)
         if self._due("sync", setting("SILLO_RESYNC_INTERVAL"), now):
@@ -445,6 +448,7 @@ class Scheduler:
                 now = self.clock.now()
                 if self._due("heartbeat", setting("SILLO_HEARTBEAT_INTERVAL"), now):
                     await self._heartbeat(now)
+                self._checkpoint_if_due()
                 await self._notice_cancelled()
             except Exception:
                 logger.exception("heartbeat of %s failed", self.instance_id)

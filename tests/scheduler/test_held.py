@@ -259,13 +259,12 @@ async def test_a_run_cancelled_while_it_waits_for_a_worker_outside_a_shutdown_is
 
 
 async def test_runs_launched_together_take_the_worker_by_priority_however_slow_their_news(
-    clock, transactional_db, tmp_path, monkeypatch
+    clock, transactional_db, tmp_path, monkeypatch, every_group_listened
 ) -> None:
     """The better run's start reaches the live log late (a slow channel layer): it
     still takes the one free worker first."""
-    from channels.layers import get_channel_layer
-
-    layer, real_send = get_channel_layer(), get_channel_layer().group_send
+    layer = every_group_listened
+    real_send = layer.group_send
 
     async def slow_for_the_urgent(group, message):
         if message.get("run", {}).get("schedule_code") == "urgent":

@@ -314,10 +314,10 @@ async def test_an_outcome_the_database_refuses_is_written_again_after_a_pause(
     assert run.finished_at == T0 + timedelta(seconds=60)
 
 
-async def test_a_broken_channel_layer_never_stops_scheduling(scheduler, clock, monkeypatch) -> None:
-    from channels.layers import get_channel_layer
-
-    layer = get_channel_layer()
+async def test_a_broken_channel_layer_never_stops_scheduling(
+    scheduler, clock, monkeypatch, every_group_listened
+) -> None:
+    layer = every_group_listened
 
     async def broken(*args, **kwargs):
         raise ConnectionError("redis is down")
@@ -387,6 +387,7 @@ async def test_run_events_reach_the_all_runs_and_schedule_groups(scheduler, cloc
     assert other.pk != schedule.pk
 
 
+@pytest.mark.sqlite  # the in-process layer (Redis cannot say who listens: it sends to all)
 async def test_run_events_go_only_to_the_groups_a_page_listens_on(
     scheduler, clock, monkeypatch
 ) -> None:
