@@ -54,7 +54,7 @@ def _on_connection_created(sender: Any, connection: Any, **kwargs: Any) -> None:
             cursor.execute(f"PRAGMA journal_size_limit={int(LOG_FILE_LIMIT)}")
 
 
-connection_created.connect(_on_connection_created, dispatch_uid="sillo-no-checkpoints")
+connection_created.connect(_on_connection_created, dispatch_uid="sillo-checkpoint-cap")
 
 
 class Checkpointer:
