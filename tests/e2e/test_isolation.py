@@ -160,13 +160,9 @@ def test_a_blocking_async_task_is_stopped_at_its_timeout_and_nothing_else_waits(
         finished,
     )
     assert len(ticks) >= 2
-    print(
-        site.query(
-            "SELECT slot, started_at, status, error FROM schedules_run WHERE schedule_code='tick'"
-        )
-    )
-    lateness = [(parse(t) - parse(s)).total_seconds() for s, t in ticks]
-    assert max(lateness) < 0.5, lateness
+    # A skipped tick (no start) is as late as it gets; the log says what the loop did then.
+    late = [(s, t) for s, t in ticks if t is None or (parse(t) - parse(s)).total_seconds() >= 0.5]
+    assert not late, f"ticks late or skipped while the blocking task ran: {late}\n{site.logs()}"
     assert site.stop(process) == 0
 
 
