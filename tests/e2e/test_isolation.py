@@ -134,6 +134,12 @@ def test_a_blocking_async_task_is_stopped_at_its_timeout_and_nothing_else_waits(
         ]
     )
     process, base = serve(site)
+    # Steady state first: a scheduler's first pass catches up the slots missed while it
+    # started, and its first runs wait for workers to start (seconds on a loaded machine).
+    site.wait_for(
+        "SELECT 1 FROM schedules_run WHERE schedule_code='tick' AND status='succeeded' "
+        "GROUP BY schedule_code HAVING count(*) >= 2"
+    )
     run_now(site, "blocks")
     site.wait_for("SELECT 1 FROM schedules_run WHERE schedule_code='blocks' AND status='running'")
     health = []
