@@ -44,8 +44,7 @@ def check_late(*, now: datetime, tasks: Registry = registry) -> int:
     ]
     if not late:
         return 0
-    with transaction.atomic():
-        edge = Edge([s.pk for s in late], now=now, tasks=tasks)
+    with transaction.atomic(), Edge([s.pk for s in late], now=now, tasks=tasks) as edge:
         for schedule in late:
             current = edge.schedules.get(schedule.pk)
             if current is None or current.status != ScheduleStatus.ACTIVE:
@@ -90,16 +89,16 @@ def after_claims(
             changes.append((schedule, slot, grace, False))
     if not changes:
         return
-    edge = Edge([schedule.pk for schedule, *_ in changes], now=now, tasks=tasks)
-    for schedule, slot, grace, missed in changes:
-        state = edge.states[schedule.pk]
-        if missed:
-            step = machine.slot_missed(
-                state, edge.rules(schedule.pk), slot=slot, grace=grace, now=now
-            )
-        else:
-            step = machine.slot_on_time(state, slot=slot, now=now)
-        edge.apply(schedule.pk, step)
+    with Edge([schedule.pk for schedule, *_ in changes], now=now, tasks=tasks) as edge:
+        for schedule, slot, grace, missed in changes:
+            state = edge.states[schedule.pk]
+            if missed:
+                step = machine.slot_missed(
+                    state, edge.rules(schedule.pk), slot=slot, grace=grace, now=now
+                )
+            else:
+                step = machine.slot_on_time(state, slot=slot, now=now)
+            edge.apply(schedule.pk, step)
 
 
 def recent_durations(schedule_id: int) -> list[float]:
@@ -144,12 +143,14 @@ def check_stuck(*, now: datetime, tasks: Registry = registry) -> int:
     ended_status = dict(
         Run.objects.filter(pk__in=[i.run_id for i in ended]).values_list("pk", "status")
     )
-    with transaction.atomic():
-        edge = Edge(
+    with (
+        transaction.atomic(),
+        Edge(
             [r.schedule_id for r, *_ in overdue] + [i.schedule_id for i in ended],
             now=now,
             tasks=tasks,
-        )
+        ) as edge,
+    ):
         for incident in ended:
             if incident.schedule_id in edge.schedules:
                 status = ended_status.get(incident.run_id, "deleted")

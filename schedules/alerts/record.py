@@ -22,14 +22,21 @@ from ..notify import outbox, payload
 from ..registry import Registry, registry
 from ..timing import InvalidTrigger
 from . import machine
-from .models import Incident, IncidentEvent
+from .models import Incident, IncidentEvent, Notification
 from .rules import rules_for
 
 logger = logging.getLogger("schedules.outcomes")
 
 
 class Edge:
-    """The open incidents of some schedules, and the actions applied to them."""
+    """The open incidents of some schedules, and the actions applied to them.
+
+    Used as a context manager: what the actions write (new incidents, closes,
+    timeline events, notifications) is gathered and written when the block
+    ends, in a few statements whatever the number of schedules. A scheduler
+    back from an outage opens a late incident on every schedule in one claim
+    pass, and closes them all a slot later.
+    """
 
     def __init__(self, schedule_ids: Iterable[int], *, now: datetime, tasks: Registry) -> None:
         self.now = now
@@ -44,6 +51,18 @@ class Edge:
             self.incidents.setdefault(incident.schedule_id, {})[incident.kind] = incident
         self.states = {pk: self._state(s) for pk, s in self.schedules.items()}
         self.changed: set[int] = set()
+        self._opened: list[Incident] = []
+        self._closed: dict[int, Incident] = {}  # existing incidents, by pk
+        self._notified: dict[int, Incident] = {}
+        self._events: list[IncidentEvent] = []
+        self._notices: list[tuple[Schedule, machine.Action, Any, Incident]] = []
+
+    def __enter__(self) -> Edge:
+        return self
+
+    def __exit__(self, error_type: type[BaseException] | None, *_: object) -> None:
+        if error_type is None:
+            self.save()
 
     def _state(self, schedule: Schedule) -> machine.State:
         open_ = {
@@ -105,11 +124,7 @@ class Edge:
                 opened_at=self.now,
                 last_notified_at=self.now if action.notify else None,
             )
-            try:
-                with transaction.atomic():
-                    incident.save()
-            except IntegrityError:
-                return  # another process opened it first: opened once
+            self._opened.append(incident)
             open_[action.kind] = incident
         else:
             incident = open_.get(action.kind)
@@ -117,37 +132,83 @@ class Edge:
                 return
             if isinstance(action, machine.Close):
                 incident.closed_at = self.now
-                Incident.objects.filter(pk=incident.pk).update(closed_at=self.now)
                 del open_[action.kind]
+                if incident.pk is not None:  # one opened in this edge is inserted closed
+                    self._closed[incident.pk] = incident
             elif action.notify:
                 incident.last_notified_at = self.now
-                Incident.objects.filter(pk=incident.pk).update(last_notified_at=self.now)
-        IncidentEvent.objects.create(
-            incident=incident,
-            at=self.now,
-            event=action.event,
-            text=action.text,
-            run_id=action.run_id,
+                if incident.pk is not None:
+                    self._notified[incident.pk] = incident
+        self._events.append(
+            IncidentEvent(
+                incident=incident,
+                at=self.now,
+                event=action.event,
+                text=action.text,
+                run_id=action.run_id,
+            )
         )
         if action.notify:
-            document = payload.build(
-                event=action.event,
-                schedule_code=schedule.code,
-                task_name=schedule.task_name,
-                schedule_id=schedule.pk,
-                run=run,
-                at=self.now,
-                text=action.text,
-                incident_id=incident.pk,
-                kind=incident.kind,
-            )
-            outbox.enqueue(incident=incident, event=action.event, payload=document, now=self.now)
+            self._notices.append((schedule, action, run, incident))
 
     def save(self) -> None:
+        """Write what the actions gathered (the context manager calls it)."""
+        refused = self._insert_opened()
+        for field, incidents in (("closed_at", self._closed), ("last_notified_at", self._notified)):
+            if incidents:
+                Incident.objects.filter(pk__in=sorted(incidents)).update(**{field: self.now})
+        IncidentEvent.objects.bulk_create(
+            [event for event in self._events if id(event.incident) not in refused]
+        )
+        notices = [notice for notice in self._notices if id(notice[3]) not in refused]
+        targets = outbox.targets() if notices else []
+        if targets:  # no channel: no payload to build either
+            Notification.objects.bulk_create(
+                row for notice in notices for row in self._notifications(notice, targets)
+            )
         for pk in sorted(self.changed):
             Schedule.objects.filter(pk=pk).update(
                 consecutive_failures=self.schedules[pk].consecutive_failures
             )
+        self._opened, self._closed, self._notified, self._events, self._notices = [], {}, {}, [], []
+
+    def _insert_opened(self) -> set[int]:
+        """Insert the new incidents; returns the ids (in memory) of those refused because
+        another process opened the same one first (opened once: their events go too)."""
+        if not self._opened:
+            return set()
+        try:
+            with transaction.atomic():
+                Incident.objects.bulk_create(self._opened)
+            return set()
+        except IntegrityError:
+            for incident in self._opened:
+                incident.pk = None  # the rolled-back insert may have set it
+        refused = set()
+        for incident in self._opened:
+            try:
+                with transaction.atomic():
+                    incident.save()
+            except IntegrityError:
+                refused.add(id(incident))
+        return refused
+
+    def _notifications(self, notice, targets) -> list[Notification]:
+        schedule, action, run, incident = notice
+        document = payload.build(
+            event=action.event,
+            schedule_code=schedule.code,
+            task_name=schedule.task_name,
+            schedule_id=schedule.pk,
+            run=run,
+            at=self.now,
+            text=action.text,
+            incident_id=incident.pk,
+            kind=incident.kind,
+        )
+        return outbox.notifications(
+            incident=incident, event=action.event, payload=document, now=self.now, targets=targets
+        )
 
     def probe_run_id(self, schedule_id: int) -> int | None:
         incident = self.incidents.get(schedule_id, {}).get(machine.AUTO_PAUSED)
@@ -179,22 +240,21 @@ def after_outcomes(
     involved = _involved(counted, retried)
     if not involved:
         return  # the common case: successes of schedules with nothing open
-    edge = Edge(involved, now=now, tasks=tasks)
-    for run in counted:
-        if run.schedule_id not in edge.schedules:
-            continue
-        probe = edge.probe_run_id(run.schedule_id)
-        step = machine.after_outcome(
-            edge.states[run.schedule_id],
-            edge.rules(run.schedule_id),
-            status=run.status,
-            final=run.pk not in retried,
-            run_id=run.pk,
-            now=now,
-            probe=probe is not None and probe == run.pk,
-        )
-        edge.apply(run.schedule_id, step, run)
-    edge.save()
+    with Edge(involved, now=now, tasks=tasks) as edge:
+        for run in counted:
+            if run.schedule_id not in edge.schedules:
+                continue
+            probe = edge.probe_run_id(run.schedule_id)
+            step = machine.after_outcome(
+                edge.states[run.schedule_id],
+                edge.rules(run.schedule_id),
+                status=run.status,
+                final=run.pk not in retried,
+                run_id=run.pk,
+                now=now,
+                probe=probe is not None and probe == run.pk,
+            )
+            edge.apply(run.schedule_id, step, run)
 
 
 def _involved(runs: list[Run], retried: set[int]) -> set[int]:
@@ -279,18 +339,17 @@ def _log(runs: list[Run], retried: set[int]) -> None:
 
 def schedule_resumed(*, schedule: Schedule, by: str, now: datetime) -> None:
     """An operator resumed: close the auto-paused incident, the breaker counts from zero."""
-    edge = Edge([schedule.pk], now=now, tasks=registry)
-    if schedule.pk in edge.schedules:
-        edge.apply(schedule.pk, machine.resumed(edge.states[schedule.pk], by=by))
-        edge.save()
+    with Edge([schedule.pk], now=now, tasks=registry) as edge:
+        if schedule.pk in edge.schedules:
+            edge.apply(schedule.pk, machine.resumed(edge.states[schedule.pk], by=by))
     Schedule.objects.filter(pk=schedule.pk).update(pause_reason="")
 
 
 def schedule_stopped(*, schedule: Schedule, why: str, now: datetime) -> None:
     """Paused, cancelled or completed by an operator: a late incident no longer applies."""
-    edge = Edge([schedule.pk], now=now, tasks=registry)
-    if schedule.pk in edge.schedules:
-        edge.apply(schedule.pk, machine.stopped(edge.states[schedule.pk], why=why))
+    with Edge([schedule.pk], now=now, tasks=registry) as edge:
+        if schedule.pk in edge.schedules:
+            edge.apply(schedule.pk, machine.stopped(edge.states[schedule.pk], why=why))
 
 
 def schedule_deleted(*, schedule: Schedule, now: datetime) -> None:

@@ -40,7 +40,21 @@ def enqueue(
     *, incident: Incident | None, event: str, payload: dict[str, Any], now: datetime
 ) -> list[Notification]:
     """One pending notification per channel (call it inside the outcome's transaction)."""
-    rows = [
+    return Notification.objects.bulk_create(
+        notifications(incident=incident, event=event, payload=payload, now=now, targets=targets())
+    )
+
+
+def notifications(
+    *,
+    incident: Incident | None,
+    event: str,
+    payload: dict[str, Any],
+    now: datetime,
+    targets: list[Target],
+) -> list[Notification]:
+    """The unsaved pending notifications of one event, one per target."""
+    return [
         Notification(
             incident=incident,
             channel_id=target.channel_id,
@@ -51,9 +65,8 @@ def enqueue(
             created_at=now,
             next_attempt_at=now,
         )
-        for target in targets()
+        for target in targets
     ]
-    return Notification.objects.bulk_create(rows)
 
 
 def target_of(notification: Notification) -> Target | None:

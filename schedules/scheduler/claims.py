@@ -260,7 +260,10 @@ def _plan(schedule: Schedule, trigger: Trigger, slot: datetime, now: datetime, m
         return [new_run(schedule, reason=RunReason.SCHEDULED, slot=slot, now=now)], (
             trigger.next_fire(slot)
         )
-    count, latest = _missed_slots(trigger, slot, now, max_catch_up)
+    # skip and once need only the latest slot: walking back max_catch_up slots for each
+    # schedule was most of a restart's first pass after a long downtime.
+    keep = max_catch_up if schedule.misfire == "all" else 1
+    count, latest = _missed_slots(trigger, slot, now, keep)
     next_at = trigger.next_fire(now)
     late_text = f"{count}{'+' if count >= MISSED_COUNT_CAP else ''} slot(s) missed"
     if schedule.misfire == "skip":
