@@ -89,7 +89,9 @@ def after_claims(
             changes.append((schedule, slot, grace, False))
     if not changes:
         return
-    with Edge([schedule.pk for schedule, *_ in changes], now=now, tasks=tasks) as edge:
+    # The claim locked and read these schedules: the edge need not read them again.
+    locked = [schedule for schedule, *_ in changes]
+    with Edge([s.pk for s in locked], now=now, tasks=tasks, locked=locked) as edge:
         for schedule, slot, grace, missed in changes:
             state = edge.states[schedule.pk]
             if missed:

@@ -38,14 +38,24 @@ class Edge:
     pass, and closes them all a slot later.
     """
 
-    def __init__(self, schedule_ids: Iterable[int], *, now: datetime, tasks: Registry) -> None:
+    def __init__(
+        self,
+        schedule_ids: Iterable[int],
+        *,
+        now: datetime,
+        tasks: Registry,
+        locked: Iterable[Schedule] = (),
+    ) -> None:
+        """`locked`: schedules the caller has already locked in this transaction and
+        read (a claim's); they are not read again."""
         self.now = now
         self.tasks = tasks
+        self.schedules: dict[int, Schedule] = {s.pk: s for s in locked}
         ids = sorted(set(schedule_ids))
-        # Locked in primary key order, as every process does: no deadlock between them.
-        self.schedules: dict[int, Schedule] = {
-            s.pk: s for s in Schedule.objects.select_for_update().filter(pk__in=ids).order_by("pk")
-        }
+        if unread := [pk for pk in ids if pk not in self.schedules]:
+            # Locked in primary key order, as every process does: no deadlock between them.
+            rows = Schedule.objects.select_for_update().filter(pk__in=unread).order_by("pk")
+            self.schedules.update((s.pk, s) for s in rows)
         self.incidents: dict[int, dict[str, Incident]] = {}
         for incident in Incident.objects.open().filter(schedule_id__in=ids):
             self.incidents.setdefault(incident.schedule_id, {})[incident.kind] = incident
