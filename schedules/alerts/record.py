@@ -163,10 +163,12 @@ class Edge:
 
     def save(self) -> None:
         """Write what the actions gathered (the context manager calls it)."""
-        refused = self._insert_opened()
+        # Closes first: a kind closed and opened again in one batch (a success, then a
+        # failure) is inserted once the old one no longer holds "one open per kind".
         for field, incidents in (("closed_at", self._closed), ("last_notified_at", self._notified)):
             if incidents:
                 Incident.objects.filter(pk__in=sorted(incidents)).update(**{field: self.now})
+        refused = self._insert_opened()
         IncidentEvent.objects.bulk_create(
             [event for event in self._events if id(event.incident) not in refused]
         )
@@ -200,6 +202,11 @@ class Edge:
                 with transaction.atomic():
                     incident.save()
             except IntegrityError:
+                logger.warning(
+                    "%s incident of schedule %s already open elsewhere; not opened again",
+                    incident.kind,
+                    incident.schedule_code,
+                )
                 refused.add(id(incident))
         return refused
 
@@ -222,8 +229,8 @@ class Edge:
 
     def probe_run_id(self, schedule_id: int) -> int | None:
         incident = self.incidents.get(schedule_id, {}).get(machine.AUTO_PAUSED)
-        if incident is None:
-            return None
+        if incident is None or incident.pk is None:
+            return None  # none open, or opened in this batch: no probe queued yet
         return (
             IncidentEvent.objects.filter(incident=incident, event="probe")
             .order_by("-at", "-pk")
