@@ -9,6 +9,7 @@ earlier review measured) is set apart and labelled as background.
 from __future__ import annotations
 
 from formatting import median, table
+from restart_report import restart_reading, restart_targets
 from takeover_report import takeover_reading, takeover_targets
 from verdicts import MET, next_fire_comparison, targets
 
@@ -248,7 +249,9 @@ def hostile_reading(hostile: dict) -> str:
 
 
 def targets_and_reading(facts: dict) -> tuple[str, str]:
-    rows, reading = targets(facts) + takeover_targets(facts.get("takeover")), []
+    rows = targets(facts) + takeover_targets(facts.get("takeover"))
+    rows += restart_targets(facts.get("restart"))
+    reading = []
     if facts.get("next_fire"):
         reading.append(next_fire_reading(facts["next_fire"]["cases"]))
     if facts.get("scheduler"):
@@ -261,6 +264,8 @@ def targets_and_reading(facts: dict) -> tuple[str, str]:
         reading.append(hostile_reading(facts["hostile"]))
     if facts.get("takeover"):
         reading.append(takeover_reading(facts["takeover"]))
+    if facts.get("restart"):
+        reading.append(restart_reading(facts["restart"]))
     missed = [row for row in rows if row[2] != MET]
     if missed:
         reading.append(

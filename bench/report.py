@@ -14,6 +14,7 @@ from common import ROOT
 from formatting import load
 from header import header
 from reading import targets_and_reading
+from restart_report import restart_section
 from sections import (
     dashboard_section,
     hostile_section,
@@ -31,8 +32,8 @@ TARGET = DOCS / "benchmarks.md"
 ASSETS = DOCS / "benchmarks"
 
 
-BENCHMARKS = ["next_fire", "scheduler", "scheduler_postgres", "takeover", "dashboard",
-              "isolation", "live_log", "hostile_input"]  # fmt: skip
+BENCHMARKS = ["next_fire", "scheduler", "scheduler_postgres", "takeover", "restart",
+              "dashboard", "isolation", "live_log", "hostile_input"]  # fmt: skip
 
 
 def write_report(results: Path, runs: dict) -> Path:
@@ -54,6 +55,9 @@ def write_report(results: Path, runs: dict) -> Path:
     if data:
         sections.append(("A scheduler killed: takeover", takeover_section(data)))
         plot_takeover(data, ASSETS / "takeover.svg")
+    data = facts["restart"] = documents.get("restart")
+    if data:
+        sections.append(("Restart after a day down", restart_section(data)))
     data = documents.get("dashboard")
     if data:
         text, facts["dashboard"] = dashboard_section(data)

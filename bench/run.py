@@ -29,6 +29,7 @@ BENCHMARKS = [
     "isolation",
     "scheduler_postgres",
     "takeover",
+    "restart",
     "dashboard",
     "live_log",
     "hostile_input",

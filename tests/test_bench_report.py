@@ -443,3 +443,64 @@ def test_the_takeover_figures_come_from_the_bodies_notes_and_the_run_table() -> 
 
     reading = takeover_reading(takeover_data())
     assert "30 ms before the kill and 40 ms after it" in reading
+
+
+# ---------------------------------------------------------------- restart
+
+
+def restart_policy(first: float | None = 3.0, late: float = 2.0, **current) -> dict:
+    slots = {"expected": 1200, "ran": 1200, "skipped": 0, "missed": 0, "not_started": 0,
+             "late_p50_s": 0.5, "late_p99_s": late, "late_max_s": late}  # fmt: skip
+    slots.update(current)
+    return {"schedules": 10_000, "first_pass_s": first, "behind_at_limit": 0,
+            "measured_s": 12.0, "current": slots}  # fmt: skip
+
+
+def restart_data(**policies: dict) -> dict:
+    settings = {"schedules": 10_000, "window_s": 5.0, "policies": ["skip", "once"]}
+    return {"settings": settings, "policies": policies}
+
+
+def restart_verdict(data: dict | None) -> tuple[str, str]:
+    from restart_report import restart_targets
+
+    ((_, measured, verdict),) = restart_targets(data)
+    return measured, verdict
+
+
+def test_a_restart_caught_up_in_time_with_every_current_slot_run_is_met() -> None:
+    measured, verdict = restart_verdict(
+        restart_data(skip=restart_policy(), once=restart_policy(first=4.5, late=4.9))
+    )
+    assert verdict == "met"
+    assert "once: first pass 4.5 s" in measured and "a quick run" in measured
+
+
+def test_a_current_slot_lost_to_the_catch_up_misses_the_restart_target() -> None:
+    lost = restart_policy(ran=1190, skipped=10)
+    assert restart_verdict(restart_data(skip=lost, once=restart_policy()))[1] == "**missed**"
+    late = restart_policy(late=8.0)
+    assert restart_verdict(restart_data(skip=restart_policy(), once=late))[1] == "**missed**"
+    slow = restart_policy(first=6.6)
+    assert restart_verdict(restart_data(skip=slow, once=restart_policy()))[1] == "**missed**"
+
+
+def test_a_restart_not_caught_up_or_a_policy_not_run_is_incomplete() -> None:
+    unfinished = restart_data(skip=restart_policy(first=None), once=restart_policy())
+    assert restart_verdict(unfinished)[1].startswith("**incomplete")
+    assert restart_verdict(restart_data(skip=restart_policy()))[1].startswith("**incomplete")
+    assert restart_verdict(None)[1].startswith("**incomplete")
+
+
+def test_the_restart_reading_says_what_each_policy_measured() -> None:
+    from restart_report import restart_reading
+
+    reading = restart_reading(
+        restart_data(
+            skip=restart_policy(ran=1167, skipped=33, late=4.1),
+            once=restart_policy(first=None, late=8.2),
+        )  # fmt: skip
+    )
+    assert 'with `misfire="skip"` the first pass took 3.0 s' in reading
+    assert "1,167 ran (the latest 4.1 s after its slot) and 33 were lost" in reading
+    assert "had not ended after 12 s" in reading
