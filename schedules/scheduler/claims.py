@@ -260,24 +260,47 @@ def _plan(schedule: Schedule, trigger: Trigger, slot: datetime, now: datetime, m
         return [new_run(schedule, reason=RunReason.SCHEDULED, slot=slot, now=now)], (
             trigger.next_fire(slot)
         )
-    # skip and once need only the latest slot: walking back max_catch_up slots for each
+    # skip and once need only the latest slots: walking back max_catch_up slots for each
     # schedule was most of a restart's first pass after a long downtime.
-    keep = max_catch_up if schedule.misfire == "all" else 1
+    keep = max_catch_up if schedule.misfire == "all" else 2
     count, latest = _missed_slots(trigger, slot, now, keep)
     next_at = trigger.next_fire(now)
-    late_text = f"{count}{'+' if count >= MISSED_COUNT_CAP else ''} slot(s) missed"
     if schedule.misfire == "skip":
-        run = new_run(schedule, reason=RunReason.SCHEDULED, slot=latest[-1], now=now)
-        run.status = RunStatus.SKIPPED
-        run.finished_at = now
-        run.error = f"{late_text}, the first {lateness:.0f}s late (misfire=skip)"
-        return [run], next_at
+        return _skip(schedule, count, latest, lateness, now), next_at
     if schedule.misfire == "once":
         return [new_run(schedule, reason=RunReason.CATCH_UP, slot=latest[-1], now=now)], next_at
     runs = [new_run(schedule, reason=RunReason.CATCH_UP, slot=s, now=now) for s in latest]
     if count > len(latest):
-        logger.warning("%s: %s; catching up the last %d", schedule.code, late_text, len(latest))
+        logger.warning(
+            "%s: %s; catching up the last %d",
+            schedule.code,
+            _missed_text(count, count >= MISSED_COUNT_CAP),
+            len(latest),
+        )
     return runs, next_at
+
+
+def _missed_text(count: int, capped: bool) -> str:
+    """How many slots were missed; past the count's cap, only that it is more."""
+    return f"{MISSED_COUNT_CAP}+ slot(s) missed" if capped else f"{count} slot(s) missed"
+
+
+def _skip(schedule: Schedule, count: int, latest: list[datetime], lateness: float, now: datetime):
+    """misfire="skip": one skipped run counts the slots past their grace. The latest slot,
+    if still within its grace (a slot that fell due while a restart caught up the
+    schedules older than this one), is no misfire: it runs as scheduled."""
+    # (One slot only is the late one itself: a trigger whose grid the stored slot is not on.)
+    on_time = len(latest) > 1 and (now - latest[-1]).total_seconds() <= schedule.misfire_grace
+    missed = count - 1 if on_time else count
+    run = new_run(schedule, reason=RunReason.SCHEDULED, slot=latest[-2 if on_time else -1], now=now)
+    run.status = RunStatus.SKIPPED
+    run.finished_at = now
+    missed_text = _missed_text(missed, count >= MISSED_COUNT_CAP)
+    run.error = f"{missed_text}, the first {lateness:.0f}s late (misfire=skip)"
+    if not on_time:
+        return [run]
+    # The run that starts comes first: a claim starts the first of a schedule's runs.
+    return [new_run(schedule, reason=RunReason.SCHEDULED, slot=latest[-1], now=now), run]
 
 
 def _plan_schedule(
@@ -297,7 +320,8 @@ def _plan_schedule(
     declaration = tasks.get(schedule.task_name)
     misfit = signature_problem(declaration.func, schedule.kwargs) if declaration else ""
     if misfit:
-        run = planned[-1]
+        # The run that would have run fails (not a skip's record of the missed slots).
+        run = ([r for r in planned if r.status != RunStatus.SKIPPED] or planned)[-1]
         fail_unfit(run, misfit, now)
         _log_once(schedule.pk, "schedule %s: %s; its runs fail until fixed", schedule.code, misfit)
         planned = [run]

@@ -67,13 +67,31 @@ async def test_overlap_replace_cancels_the_running_one(scheduler, clock) -> None
 
 async def test_misfire_skip_records_one_skipped_run_with_the_count(scheduler, clock) -> None:
     schedule = await create("late-skip", "test.echo", every(60), misfire_grace=30)
-    clock.advance(60 * 10 + 5)  # ten slots passed while "down"
+    clock.advance(60 * 10 + 45)  # ten slots passed while "down", the last 45 s ago
     await scheduler.run_pass()
     (run,) = await runs_of("late-skip")
     assert run.status == RunStatus.SKIPPED
-    assert run.error.startswith("10 slot(s) missed, the first 545s late (misfire=skip)")
+    assert run.error.startswith("10 slot(s) missed, the first 585s late (misfire=skip)")
     schedule = await reload(schedule)
     assert schedule.next_run_at == T0 + timedelta(seconds=660)
+
+
+async def test_misfire_skip_still_runs_the_latest_slot_within_its_grace(scheduler, clock) -> None:
+    """A slot that fell due a moment ago is no misfire, whatever the ones before it were:
+    after a restart it runs, though its schedule was caught up after it fell due."""
+    schedule = await create("late-skip", "test.echo", every(60), misfire_grace=30)
+    clock.advance(60 * 10 + 5)  # ten slots passed while "down", the last 5 s ago
+    await scheduler.run_pass()
+    await scheduler.wait_idle()
+    skipped, ran = sorted(await runs_of("late-skip"), key=lambda run: run.slot)
+    assert (skipped.status, skipped.slot) == (RunStatus.SKIPPED, T0 + timedelta(seconds=540))
+    assert skipped.error.startswith("9 slot(s) missed, the first 545s late (misfire=skip)")
+    assert (ran.reason, ran.status, ran.slot) == (
+        RunReason.SCHEDULED,
+        RunStatus.SUCCEEDED,
+        T0 + timedelta(seconds=600),
+    )
+    assert (await reload(schedule)).next_run_at == T0 + timedelta(seconds=660)
 
 
 async def test_misfire_once_runs_one_catch_up(scheduler, clock) -> None:
@@ -115,9 +133,13 @@ async def test_a_cron_down_for_weeks_catches_up_its_latest_slot(scheduler, clock
     await create("weeks-skip", "test.echo", minutely, misfire_grace=30, now=clock.now())
     clock.advance(3 * 7 * 86_400)
     await scheduler.run_pass()
-    (skipped,) = [r for r in await runs_of("weeks-skip") if r.status == RunStatus.SKIPPED]
+    await scheduler.wait_idle()
+    skipped, ran = sorted(await runs_of("weeks-skip"), key=lambda run: run.slot)
     assert skipped.error.startswith("10000+ slot(s) missed")
-    assert skipped.slot == clock.now().replace(second=0, microsecond=0)
+    # The slot of now (5 s ago, within its grace) runs; the skip counts the ones before it.
+    now_slot = clock.now().replace(second=0, microsecond=0)
+    assert (ran.slot, ran.status) == (now_slot, RunStatus.SUCCEEDED)
+    assert skipped.slot == now_slot - timedelta(minutes=1)
 
 
 async def test_a_slightly_late_slot_within_grace_runs_normally(scheduler, clock) -> None:
