@@ -137,7 +137,8 @@ def claim_due(
     slots: WorkerSlots = UNLIMITED,
     ended: Collection[int] = (),
 ) -> tuple[list[Run], list[int]]:
-    """Claim every due slot this process wins. Returns (new runs, replaced run ids).
+    """Claim every due slot this process wins. Returns (new runs, replaced run ids): the
+    first run of each slot claimed, and the runs that ended at claim time.
 
     A slot's run starts now if a worker is free for it, else it is recorded
     `queued` and starts when one is. One transaction for the batch; if the
@@ -194,12 +195,14 @@ def _claim_batch(plans, now, instance_id, local, slots: WorkerSlots):
         # The first run starts now; further catch-up runs wait their turn in
         # the queue, so max_instances holds for them too.
         first = planned[0]
+        # Runs that end at claim time (a skip's record of missed slots) are reported too.
+        ended = [run for run in planned[1:] if run.status == RunStatus.SKIPPED]
         if first.status == RunStatus.QUEUED and first.dispatch == Dispatch.INLINE:
             busy = in_flight.get(schedule.pk, 0)
             skips = busy >= schedule.max_instances and schedule.overlap != "replace"
             if not skips and not slots.take(schedule.task_name):
                 created += planned  # queued: starts when a worker is free
-                firsts.append(first)
+                firsts += [first, *ended]
                 continue
             replaced += start_or_skip(
                 first, schedule, now=now, instance_id=instance_id, in_flight=busy, ended=local[1]
@@ -207,7 +210,7 @@ def _claim_batch(plans, now, instance_id, local, slots: WorkerSlots):
             if first.status == RunStatus.RUNNING:
                 in_flight[schedule.pk] = in_flight.get(schedule.pk, 0) + 1
         created += planned
-        firsts.append(first)
+        firsts += [first, *ended]
     insert_runs(created)
     counters.tally(run for run in created if run.status == RunStatus.SKIPPED)
     # A one-shot whose only slot passed its grace under misfire="skip" ran nothing and

@@ -14,7 +14,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from schedules.models import Channel, Incident, IncidentEvent, Notification, Schedule
+from schedules.models import Channel, Incident, IncidentEvent, Notification, Run, Schedule
 from schedules.registry import registry
 from schedules.scheduler import claims
 from schedules.timing import Interval
@@ -31,11 +31,12 @@ def late_schedules(prefix: str, count: int, misfire: str = "skip") -> list[Sched
 
 
 def claim_at(seconds: float) -> list:
+    """The runs a claim starts (a skip's record of the missed slots is left out)."""
     runs, _ = claims.claim_due(
         now=T0 + timedelta(seconds=seconds), instance_id="back", tasks=registry, limit=500,
         max_catch_up=100, local_in_flight={},
     )  # fmt: skip
-    return runs
+    return [run for run in runs if run.status != "skipped"]
 
 
 def claimed_in(prefix: str, seconds: float) -> tuple[int, int]:
@@ -66,6 +67,8 @@ def test_a_day_down_opens_and_closes_every_late_incident_in_the_same_statements_
         late.values_list("pk", flat=True)
     )
 
+    # The slots of the restart's moment ran (nothing executes them here: they end).
+    Run.objects.filter(status="running").update(status="succeeded", finished_at=T0)
     # The next slots are on time: every incident closes, again at a constant cost.
     next_slot = (Schedule.objects.order_by("next_run_at").first().next_run_at - T0).total_seconds()
     (closed_few, few_queries), (closed_many, many_queries) = (

@@ -10,6 +10,7 @@ from asgiref.sync import sync_to_async
 from schedules import services
 from schedules.models import RunReason, RunStatus
 from schedules.scheduler import hints
+from schedules.signals import run_finished
 from tests.factories import T0, create, every, reload, runs_of, schedule_of
 from tests.taskapp import tasks as test_tasks
 
@@ -79,11 +80,23 @@ async def test_misfire_skip_records_one_skipped_run_with_the_count(scheduler, cl
 async def test_misfire_skip_still_runs_the_latest_slot_within_its_grace(scheduler, clock) -> None:
     """A slot that fell due a moment ago is no misfire, whatever the ones before it were:
     after a restart it runs, though its schedule was caught up after it fell due."""
+    finished = []
+
+    def note(sender, run, **kwargs):
+        finished.append((run.status, run.slot))
+
     schedule = await create("late-skip", "test.echo", every(60), misfire_grace=30)
     clock.advance(60 * 10 + 5)  # ten slots passed while "down", the last 5 s ago
-    await scheduler.run_pass()
-    await scheduler.wait_idle()
+    run_finished.connect(note)
+    try:
+        await scheduler.run_pass()
+        await scheduler.wait_idle()
+        await scheduler.hooks.drain()
+    finally:
+        run_finished.disconnect(note)
     skipped, ran = sorted(await runs_of("late-skip"), key=lambda run: run.slot)
+    # Both are reported as they end, the skip's record at once.
+    assert sorted(finished) == [(RunStatus.SKIPPED, skipped.slot), (RunStatus.SUCCEEDED, ran.slot)]
     assert (skipped.status, skipped.slot) == (RunStatus.SKIPPED, T0 + timedelta(seconds=540))
     assert skipped.error.startswith("9 slot(s) missed, the first 545s late (misfire=skip)")
     assert (ran.reason, ran.status, ran.slot) == (
