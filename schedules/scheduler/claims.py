@@ -136,9 +136,13 @@ def claim_due(
     local_in_flight: dict[int, int],
     slots: WorkerSlots = UNLIMITED,
     ended: Collection[int] = (),
+    up_since: datetime | None = None,
 ) -> tuple[list[Run], list[int]]:
     """Claim every due slot this process wins. Returns (new runs, replaced run ids): the
     first run of each slot claimed, and the runs that ended at claim time.
+
+    `up_since`: when this scheduler started; a misfire="skip" slot that fell due
+    since then and is within its grace still runs (see `_skip`).
 
     A slot's run starts now if a worker is free for it, else it is recorded
     `queued` and starts when one is. One transaction for the batch; if the
@@ -151,7 +155,9 @@ def claim_due(
         slot = schedule.next_run_at
         # Whatever goes wrong planning one schedule parks that one; the rest go on.
         try:
-            planned, next_at = _plan_schedule(schedule, slot, now, max_catch_up, tasks)
+            planned, next_at = _plan_schedule(
+                schedule, slot, now, max_catch_up, tasks, up_since=up_since
+            )
         except Exception as exc:  # noqa: BLE001 - any failure, not only InvalidTrigger
             _park_invalid(schedule, slot, _reason(exc))
             continue
@@ -201,7 +207,7 @@ def _claim_batch(plans, now, instance_id, local, slots: WorkerSlots):
             busy = in_flight.get(schedule.pk, 0)
             skips = busy >= schedule.max_instances and schedule.overlap != "replace"
             if not skips and not slots.take(schedule.task_name):
-                created += planned  # queued: starts when a worker is free
+                created += _in_slot_order(planned)  # queued: starts when a worker is free
                 firsts += [first, *ended]
                 continue
             replaced += start_or_skip(
@@ -209,7 +215,7 @@ def _claim_batch(plans, now, instance_id, local, slots: WorkerSlots):
             )
             if first.status == RunStatus.RUNNING:
                 in_flight[schedule.pk] = in_flight.get(schedule.pk, 0) + 1
-        created += planned
+        created += _in_slot_order(planned)
         firsts += [first, *ended]
     insert_runs(created)
     counters.tally(run for run in created if run.status == RunStatus.SKIPPED)
@@ -228,6 +234,12 @@ def _claim_batch(plans, now, instance_id, local, slots: WorkerSlots):
     record_on_schedules(failed)
     chains.queue_follow_ups(failed, now=now)  # failed at claim time: a final failure
     return firsts, replaced
+
+
+def _in_slot_order(planned: list[Run]) -> list[Run]:
+    """Written oldest slot first, so a skip's record of missed slots lists below the
+    run of the slot after them (histories order by queue time, then id)."""
+    return sorted(planned, key=lambda run: run.slot)
 
 
 def _advance_won_slots(plans) -> list[tuple[Schedule, list[Run], datetime]]:
@@ -256,7 +268,14 @@ def _advance_won_slots(plans) -> list[tuple[Schedule, list[Run], datetime]]:
     return [(schedule, planned, slot) for schedule, slot, planned, _ in won]
 
 
-def _plan(schedule: Schedule, trigger: Trigger, slot: datetime, now: datetime, max_catch_up: int):
+def _plan(
+    schedule: Schedule,
+    trigger: Trigger,
+    slot: datetime,
+    now: datetime,
+    max_catch_up: int,
+    up_since: datetime | None = None,
+):
     """The runs a due slot makes, and the schedule's next slot."""
     lateness = (now - slot).total_seconds()
     if lateness <= schedule.misfire_grace:
@@ -269,7 +288,7 @@ def _plan(schedule: Schedule, trigger: Trigger, slot: datetime, now: datetime, m
     count, latest = _missed_slots(trigger, slot, now, keep)
     next_at = trigger.next_fire(now)
     if schedule.misfire == "skip":
-        return _skip(schedule, count, latest, lateness, now), next_at
+        return _skip(schedule, count, latest, lateness, now, up_since), next_at
     if schedule.misfire == "once":
         return [new_run(schedule, reason=RunReason.CATCH_UP, slot=latest[-1], now=now)], next_at
     runs = [new_run(schedule, reason=RunReason.CATCH_UP, slot=s, now=now) for s in latest]
@@ -284,30 +303,53 @@ def _plan(schedule: Schedule, trigger: Trigger, slot: datetime, now: datetime, m
 
 
 def _missed_text(count: int, capped: bool) -> str:
-    """How many slots were missed; past the count's cap, only that it is more."""
-    return f"{MISSED_COUNT_CAP}+ slot(s) missed" if capped else f"{count} slot(s) missed"
+    """How many slots were missed; past the count's cap, at least that many."""
+    return f"{count}{'+' if capped else ''} slot(s) missed"
 
 
-def _skip(schedule: Schedule, count: int, latest: list[datetime], lateness: float, now: datetime):
-    """misfire="skip": one skipped run counts the slots past their grace. The latest slot,
-    if still within its grace (a slot that fell due while a restart caught up the
-    schedules older than this one), is no misfire: it runs as scheduled."""
-    # (One slot only is the late one itself: a trigger whose grid the stored slot is not on.)
-    on_time = len(latest) > 1 and (now - latest[-1]).total_seconds() <= schedule.misfire_grace
+def _skip(
+    schedule: Schedule,
+    count: int,
+    latest: list[datetime],
+    lateness: float,
+    now: datetime,
+    up_since: datetime | None,
+) -> list[Run]:
+    """misfire="skip": one skipped run records the missed slots.
+
+    The latest slot is no misfire if it fell due while this scheduler was up and is
+    still within its grace: a restart reached its schedule late because it was
+    catching up older ones. It runs as scheduled, and the skip records the slots
+    before it. Slots that fell due while no scheduler was up stay skipped: running
+    the latest of every frequent schedule at a restart is what `once` is for.
+    """
+    on_time = (
+        up_since is not None
+        and len(latest) > 1
+        and latest[-1] >= up_since
+        and (now - latest[-1]).total_seconds() <= schedule.misfire_grace
+    )
     missed = count - 1 if on_time else count
-    run = new_run(schedule, reason=RunReason.SCHEDULED, slot=latest[-2 if on_time else -1], now=now)
-    run.status = RunStatus.SKIPPED
-    run.finished_at = now
+    last_missed = latest[-2] if on_time else latest[-1]
+    record = new_run(schedule, reason=RunReason.SCHEDULED, slot=last_missed, now=now)
+    record.status = RunStatus.SKIPPED
+    record.finished_at = now
     missed_text = _missed_text(missed, count >= MISSED_COUNT_CAP)
-    run.error = f"{missed_text}, the first {lateness:.0f}s late (misfire=skip)"
+    record.error = f"{missed_text}, the first {lateness:.0f}s late (misfire=skip)"
     if not on_time:
-        return [run]
+        return [record]
     # The run that starts comes first: a claim starts the first of a schedule's runs.
-    return [new_run(schedule, reason=RunReason.SCHEDULED, slot=latest[-1], now=now), run]
+    return [new_run(schedule, reason=RunReason.SCHEDULED, slot=latest[-1], now=now), record]
 
 
 def _plan_schedule(
-    schedule: Schedule, slot: datetime, now: datetime, max_catch_up: int, tasks: Registry
+    schedule: Schedule,
+    slot: datetime,
+    now: datetime,
+    max_catch_up: int,
+    tasks: Registry,
+    *,
+    up_since: datetime | None = None,
 ) -> tuple[list[Run], datetime | None]:
     """Plan one due schedule through the validation gate (trigger, kwargs).
 
@@ -319,7 +361,7 @@ def _plan_schedule(
     if problem:
         raise InvalidKwargs(problem)
     trigger = schedule.get_trigger()
-    planned, next_at = _plan(schedule, trigger, slot, now, max_catch_up)
+    planned, next_at = _plan(schedule, trigger, slot, now, max_catch_up, up_since)
     declaration = tasks.get(schedule.task_name)
     misfit = signature_problem(declaration.func, schedule.kwargs) if declaration else ""
     if misfit:

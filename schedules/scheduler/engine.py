@@ -94,6 +94,7 @@ class Scheduler:
         self._wake = asyncio.Event()
         self._stopping = False
         self._started = False
+        self.up_since: datetime | None = None
         self.in_flight: dict[int, asyncio.Task] = {}
         # Launched runs that need a worker process, from their claim until their body ends:
         # a run counts against the pool before its task has reached `acquire`.
@@ -195,6 +196,7 @@ class Scheduler:
             kind=self.kind,
         )
         self._last["heartbeat"] = self.clock.monotonic()
+        self.up_since = now  # a skipped slot that fell due since then may still run
         self._started = True
         hints.register(self)
         logger.info("scheduler %s started on %s pid %s", self.instance_id, self.host, os.getpid())
@@ -323,6 +325,7 @@ class Scheduler:
             local_in_flight=self.local_in_flight(),
             slots=slots,
             ended=set(self.unrecorded),
+            up_since=self.up_since,
         )
         # Set before anything is launched: a run that finishes while this pass
         # still awaits the database must wake the loop for the runs left queued.

@@ -14,7 +14,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from schedules.models import Channel, Incident, IncidentEvent, Notification, Run, Schedule
+from schedules.models import Channel, Incident, IncidentEvent, Notification, Schedule
 from schedules.registry import registry
 from schedules.scheduler import claims
 from schedules.timing import Interval
@@ -30,13 +30,13 @@ def late_schedules(prefix: str, count: int, misfire: str = "skip") -> list[Sched
     ]
 
 
-def claim_at(seconds: float) -> list:
-    """The runs a claim starts (a skip's record of the missed slots is left out)."""
+def claim_at(seconds: float, up_since: float | None = None) -> list:
+    since = None if up_since is None else T0 + timedelta(seconds=up_since)
     runs, _ = claims.claim_due(
         now=T0 + timedelta(seconds=seconds), instance_id="back", tasks=registry, limit=500,
-        max_catch_up=100, local_in_flight={},
+        max_catch_up=100, local_in_flight={}, up_since=since,
     )  # fmt: skip
-    return [run for run in runs if run.status != "skipped"]
+    return runs
 
 
 def claimed_in(prefix: str, seconds: float) -> tuple[int, int]:
@@ -67,8 +67,6 @@ def test_a_day_down_opens_and_closes_every_late_incident_in_the_same_statements_
         late.values_list("pk", flat=True)
     )
 
-    # The slots of the restart's moment ran (nothing executes them here: they end).
-    Run.objects.filter(status="running").update(status="succeeded", finished_at=T0)
     # The next slots are on time: every incident closes, again at a constant cost.
     next_slot = (Schedule.objects.order_by("next_run_at").first().next_run_at - T0).total_seconds()
     (closed_few, few_queries), (closed_many, many_queries) = (
@@ -95,3 +93,22 @@ def test_catching_up_a_day_once_or_not_at_all_reads_only_the_latest_slot(
     # The last slot before now, found without walking the day's 1,440 (or the 100 kept).
     assert run.slot == T0 + timedelta(seconds=DAY)
     assert len(computed) < 10  # it was 104: the 100 kept slots, computed and dropped
+
+
+@pytest.mark.django_db
+def test_a_restart_skips_the_downtimes_slots_and_runs_those_due_while_it_caught_up() -> None:
+    """misfire="skip" after a day down, the scheduler up for 10 s when it reaches these:
+    a slot due 5 s ago (after the start, within its 60 s grace) runs; one due 30 s ago
+    (before the start) is skipped with the rest of the downtime."""
+    for code, offset in (("during", 0), ("before", 30)):
+        anchor = (T0 + timedelta(seconds=offset)).isoformat()
+        make_schedule(code, "test.echo", {"kind": "interval", "every": 60, "anchor": anchor})
+    runs = claim_at(DAY + 5, up_since=DAY - 10)
+    ran = {(r.schedule_code, r.status, (r.slot - T0).total_seconds()) for r in runs}
+    assert ran == {
+        ("during", "running", DAY),
+        ("during", "skipped", DAY - 60),
+        ("before", "skipped", DAY - 30),
+    }
+    (during,) = [r for r in runs if r.schedule_code == "during" and r.status == "skipped"]
+    assert during.error.startswith("1439 slot(s) missed")  # the day's 1,440 less the one run
