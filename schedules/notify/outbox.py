@@ -1,7 +1,8 @@
 """The outbox: notifications written with the outcome that caused them, claimed once, retried.
 
-`enqueue` runs inside the caller's transaction, so a notification exists if
-and only if its incident event does. A deliverer claims a pending notification
+Notifications are written inside the caller's transaction (`notifications`
+builds them; alerts/record.py writes them), so a notification exists if and
+only if its incident event does. A deliverer claims a pending notification
 with a conditional UPDATE whose row count says who won (as runs are claimed),
 so each goes out once across processes; a claim whose deliverer died is
 retried after SILLO_NOTIFY_LEASE.
@@ -36,15 +37,6 @@ def channel_target(channel: Channel) -> Target:
     return parse(channel.url, secret=channel.secret, label=channel.name, channel_id=channel.pk)
 
 
-def enqueue(
-    *, incident: Incident | None, event: str, payload: dict[str, Any], now: datetime
-) -> list[Notification]:
-    """One pending notification per channel (call it inside the outcome's transaction)."""
-    return Notification.objects.bulk_create(
-        notifications(incident=incident, event=event, payload=payload, now=now, targets=targets())
-    )
-
-
 def notifications(
     *,
     incident: Incident | None,
@@ -53,7 +45,8 @@ def notifications(
     now: datetime,
     targets: list[Target],
 ) -> list[Notification]:
-    """The unsaved pending notifications of one event, one per target."""
+    """The pending notifications of one event, one per target, unsaved: the caller
+    writes them inside the transaction of what caused them (alerts/record.py)."""
     return [
         Notification(
             incident=incident,

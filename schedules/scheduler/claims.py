@@ -200,14 +200,15 @@ def _claim_batch(plans, now, instance_id, local, slots: WorkerSlots):
     for schedule, planned, _ in won:
         # The first run starts now; further catch-up runs wait their turn in
         # the queue, so max_instances holds for them too.
-        first = planned[0]
-        # Runs that end at claim time (a skip's record of missed slots) are reported too.
-        ended = [run for run in planned[1:] if run.status == RunStatus.SKIPPED]
+        # The oldest run that may start (not a skip's record of the slots before it);
+        # runs that end at claim time are reported too.
+        first = next((run for run in planned if run.status != RunStatus.SKIPPED), planned[0])
+        ended = [run for run in planned if run is not first and run.status == RunStatus.SKIPPED]
         if first.status == RunStatus.QUEUED and first.dispatch == Dispatch.INLINE:
             busy = in_flight.get(schedule.pk, 0)
             skips = busy >= schedule.max_instances and schedule.overlap != "replace"
             if not skips and not slots.take(schedule.task_name):
-                created += _in_slot_order(planned)  # queued: starts when a worker is free
+                created += planned  # queued: starts when a worker is free
                 firsts += [first, *ended]
                 continue
             replaced += start_or_skip(
@@ -215,7 +216,7 @@ def _claim_batch(plans, now, instance_id, local, slots: WorkerSlots):
             )
             if first.status == RunStatus.RUNNING:
                 in_flight[schedule.pk] = in_flight.get(schedule.pk, 0) + 1
-        created += _in_slot_order(planned)
+        created += planned
         firsts += [first, *ended]
     insert_runs(created)
     counters.tally(run for run in created if run.status == RunStatus.SKIPPED)
@@ -234,12 +235,6 @@ def _claim_batch(plans, now, instance_id, local, slots: WorkerSlots):
     record_on_schedules(failed)
     chains.queue_follow_ups(failed, now=now)  # failed at claim time: a final failure
     return firsts, replaced
-
-
-def _in_slot_order(planned: list[Run]) -> list[Run]:
-    """Written oldest slot first, so a skip's record of missed slots lists below the
-    run of the slot after them (histories order by queue time, then id)."""
-    return sorted(planned, key=lambda run: run.slot)
 
 
 def _advance_won_slots(plans) -> list[tuple[Schedule, list[Run], datetime]]:
@@ -338,8 +333,8 @@ def _skip(
     record.error = f"{missed_text}, the first {lateness:.0f}s late (misfire=skip)"
     if not on_time:
         return [record]
-    # The run that starts comes first: a claim starts the first of a schedule's runs.
-    return [new_run(schedule, reason=RunReason.SCHEDULED, slot=latest[-1], now=now), record]
+    # In slot order, as every plan: the record lists below the run in histories.
+    return [record, new_run(schedule, reason=RunReason.SCHEDULED, slot=latest[-1], now=now)]
 
 
 def _plan_schedule(

@@ -40,7 +40,11 @@ def write(event: str = "failed") -> list[Notification]:
         run=None,
         at=FakeClock().now(),
     )
-    return outbox.enqueue(incident=None, event=event, payload=document, now=FakeClock().now())
+    notes = outbox.notifications(
+        incident=None, event=event, payload=document, now=FakeClock().now(),
+        targets=outbox.targets(),
+    )  # fmt: skip
+    return Notification.objects.bulk_create(notes)
 
 
 async def deliver_all(alerting: Alerting) -> None:
