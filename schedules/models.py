@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
-from django.db.models import Count, ExpressionWrapper, Q
+from django.db.models import Case, Count, ExpressionWrapper, Q, When
 from django.db.models.functions import Now
 from django.utils import timezone
 
@@ -117,6 +117,13 @@ class RunQuerySet(models.QuerySet["Run"]):
         manual run is an operator's explicit ask, and runs whatever the status)."""
         paused = Q(schedule__status=ScheduleStatus.PAUSED) & ~Q(reason=RunReason.MANUAL)
         return self.exclude(paused)
+
+    def in_start_order(self) -> RunQuerySet:
+        """The order queued runs start in as workers free up: the schedule's priority,
+        then runs of now before catch-ups (already late; a restart's backlog must not
+        hold back the slots falling due meanwhile), then time. held.py keeps the same."""
+        catch_up = Case(When(reason=RunReason.CATCH_UP, then=1), default=0)
+        return self.order_by("-schedule__priority", catch_up.asc(), "not_before", "pk")
 
     def for_schedule(self, schedule: Schedule | int) -> RunQuerySet:
         """A schedule's runs, newest first (run_history_idx)."""

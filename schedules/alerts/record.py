@@ -16,6 +16,7 @@ from typing import Any
 from django.db import IntegrityError, connection, transaction
 
 from .. import counters
+from ..bulk import insert_rows
 from ..choices import ERROR_OUTCOMES, RunStatus, ScheduleStatus
 from ..models import Run, Schedule
 from ..notify import outbox, payload
@@ -169,15 +170,11 @@ class Edge:
             if incidents:
                 Incident.objects.filter(pk__in=sorted(incidents)).update(**{field: self.now})
         refused = self._insert_opened()
-        IncidentEvent.objects.bulk_create(
-            [event for event in self._events if id(event.incident) not in refused]
-        )
+        insert_rows([event for event in self._events if id(event.incident) not in refused])
         notices = [notice for notice in self._notices if id(notice[3]) not in refused]
         targets = outbox.targets() if notices else []
         if targets:  # no channel: no payload to build either
-            Notification.objects.bulk_create(
-                row for notice in notices for row in self._notifications(notice, targets)
-            )
+            insert_rows([row for notice in notices for row in self._notifications(notice, targets)])
         for pk in sorted(self.changed):
             Schedule.objects.filter(pk=pk).update(
                 consecutive_failures=self.schedules[pk].consecutive_failures
@@ -191,7 +188,7 @@ class Edge:
             return set()
         try:
             with transaction.atomic():
-                Incident.objects.bulk_create(self._opened)
+                insert_rows(self._opened)
             return set()
         except IntegrityError:
             for incident in self._opened:

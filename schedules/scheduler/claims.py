@@ -17,14 +17,15 @@ from django.db import IntegrityError, transaction
 
 from .. import counters
 from ..alerts import checks as alerts
+from ..bulk import insert_rows, locked_or_skipped, update_each
 from ..conf import setting
-from ..models import Dispatch, Run, RunReason, RunStatus, Schedule, ScheduleStatus
+from ..models import Dispatch, Misfire, Run, RunReason, RunStatus, Schedule, ScheduleStatus
 from ..registry import Registry
 from ..timing import InvalidTrigger, Trigger
 from ..validation import InvalidKwargs, kwargs_problem, printable, signature_problem
 from . import chains, dispatch
 from .outcomes import record_on_schedules
-from .records import insert_runs, new_run, update_each
+from .records import new_run
 
 logger = logging.getLogger(__name__)
 
@@ -149,7 +150,7 @@ def claim_due(
     unique-slot safety net fires, the batch is retried slot by slot so that
     only the offending slot is dropped.
     """
-    due = list(Schedule.objects.due(now=now, task_names=tasks.runnable_names())[:limit])
+    due = _due_first_current(now, tasks, limit, up_since)
     plans = []
     for schedule in due:
         slot = schedule.next_run_at
@@ -187,6 +188,25 @@ def claim_due(
         return runs, replaced
 
 
+def _due_first_current(
+    now: datetime, tasks: Registry, limit: int, up_since: datetime | None
+) -> list[Schedule]:
+    """Up to `limit` due schedules: slots that fell due while this scheduler was up
+    first, then older ones (a restart's backlog), each oldest first.
+
+    After a long downtime every schedule is behind and catching them all up takes
+    many passes; oldest first alone, a slot falling due meanwhile would wait behind
+    the whole backlog. Both reads walk schedule_due_idx.
+    """
+    due = Schedule.objects.due(now=now, task_names=tasks.runnable_names())
+    if up_since is None:
+        return list(due[:limit])
+    current = list(due.filter(next_run_at__gte=up_since)[:limit])
+    if len(current) < limit:
+        current += due.filter(next_run_at__lt=up_since)[: limit - len(current)]
+    return current
+
+
 def _claim_batch(plans, now, instance_id, local, slots: WorkerSlots):
     won = _advance_won_slots(plans)
     if not won:
@@ -218,7 +238,8 @@ def _claim_batch(plans, now, instance_id, local, slots: WorkerSlots):
                 in_flight[schedule.pk] = in_flight.get(schedule.pk, 0) + 1
         created += planned
         firsts += [first, *ended]
-    insert_runs(created)
+    firsts += _supersede_catch_ups(firsts, now)
+    insert_rows(created)
     counters.tally(run for run in created if run.status == RunStatus.SKIPPED)
     # A one-shot whose only slot passed its grace under misfire="skip" ran nothing and
     # has no slot left: it is done (one that runs completes after its last attempt).
@@ -235,6 +256,38 @@ def _claim_batch(plans, now, instance_id, local, slots: WorkerSlots):
     record_on_schedules(failed)
     chains.queue_follow_ups(failed, now=now)  # failed at claim time: a final failure
     return firsts, replaced
+
+
+def _supersede_catch_ups(claimed: list[Run], now: datetime) -> list[Run]:
+    """misfire="once": a catch-up run still queued when its schedule's next slot is
+    claimed is skipped. The slot's run does the work it was owed, and "once" means one
+    run, not a second one behind it (after a restart, workers are scarce)."""
+    slots = {
+        run.schedule_id: run
+        for run in claimed
+        if run.reason == RunReason.SCHEDULED
+        and run.status in (RunStatus.RUNNING, RunStatus.QUEUED)
+        and run.schedule.misfire == Misfire.ONCE
+    }
+    if not slots:
+        return []
+    # One another process is starting right now is left to start.
+    waiting = list(
+        locked_or_skipped(
+            Run.objects.queued().filter(schedule_id__in=list(slots), reason=RunReason.CATCH_UP)
+        )
+    )
+    for run in waiting:
+        instead = slots[run.schedule_id]
+        run.schedule = instead.schedule  # as claimed: the loop reads it without a query
+        run.status, run.finished_at = RunStatus.SKIPPED, now
+        slot = f"{instead.slot:%Y-%m-%d %H:%M:%S} UTC"
+        run.error = f"superseded: the slot of {slot} runs instead (misfire=once)"
+    update_each(
+        Run, ["status", "finished_at", "error"], [(r.status, now, r.error, r.pk) for r in waiting]
+    )
+    counters.tally(waiting)
+    return waiting
 
 
 def _advance_won_slots(plans) -> list[tuple[Schedule, list[Run], datetime]]:

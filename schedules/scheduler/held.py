@@ -2,10 +2,10 @@
 
 A due slot that finds every worker busy is recorded `queued` (the dashboard
 counts it as waiting for a worker). The scheduler that claimed it also holds
-it, in memory, best priority first; whenever half of its backlog has gone to
-workers it starts the next held runs in one batch (one conditional UPDATE; a
-schedule is read again only if it was edited meanwhile) and they join the
-worker pool's line. So a burst of a thousand
+it, in memory, in start order (priority, then catch-ups last); whenever half
+of its backlog has gone to workers it starts the next held runs in one batch
+(one conditional UPDATE; a schedule is read again only if it was edited
+meanwhile) and they join the worker pool's line. So a burst of a thousand
 slots is read once and started a few dozen runs a batch, with no claim pass
 per handful of free workers, and the backlog never runs dry meanwhile.
 
@@ -23,7 +23,7 @@ import itertools
 import logging
 from typing import TYPE_CHECKING
 
-from ..models import Dispatch, Run, RunStatus
+from ..models import Dispatch, Run, RunReason, RunStatus
 from . import claims, queued
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ MAX_HELD = 2_000
 class HeldRuns:
     def __init__(self, scheduler: Scheduler) -> None:
         self._scheduler = scheduler
-        self._line: list[tuple[int, int, Run]] = []  # (-priority, arrival, run)
+        self._line: list[tuple[int, bool, int, Run]] = []  # (-priority, catch-up, arrival, run)
         self._arrivals = itertools.count()
         self._ids: set[int] = set()
         self._batch: asyncio.Task | None = None
@@ -65,7 +65,9 @@ class HeldRuns:
             or len(self._ids) >= MAX_HELD
         ):
             return False
-        heapq.heappush(self._line, (-run.schedule.priority, next(self._arrivals), run))
+        # The start order of RunQuerySet.in_start_order: priority, catch-ups last, arrival.
+        rank = (-run.schedule.priority, run.reason == RunReason.CATCH_UP, next(self._arrivals))
+        heapq.heappush(self._line, (*rank, run))
         self._ids.add(run.pk)
         return True
 
@@ -77,7 +79,7 @@ class HeldRuns:
         scheduler = self._scheduler
         free = scheduler.worker_capacity() - scheduler.launched_in_workers()
         if free >= min(max(1, scheduler.backlog.size() // 2), len(self._line)):
-            runs = [heapq.heappop(self._line)[2] for _ in range(min(free, len(self._line)))]
+            runs = [heapq.heappop(self._line)[-1] for _ in range(min(free, len(self._line)))]
             self._batch = asyncio.create_task(self._start(runs), name="held-runs")
 
     def _starting(self) -> bool:

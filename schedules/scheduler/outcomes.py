@@ -7,11 +7,12 @@ from datetime import datetime, timedelta
 from django.db import transaction
 
 from ..alerts import record as alerts
+from ..bulk import update_each
 from ..caps import cap_error, cap_traceback
 from ..choices import ERROR_OUTCOMES
 from ..models import Run, RunOutput, RunReason, RunStatus, Schedule, ScheduleStatus
 from . import chains, dispatch
-from .records import new_run, update_each
+from .records import new_run
 
 
 def still_running(run_ids: list[int]) -> set[int]:

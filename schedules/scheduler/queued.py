@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections.abc import Collection
 from datetime import datetime
 
-from django.db import connection, transaction
+from django.db import transaction
 
 from .. import counters
+from ..bulk import locked_or_skipped
 from ..models import Dispatch, Run, RunReason, RunStatus, Schedule
 from ..registry import Registry
 from . import chains, claims, dispatch
@@ -43,8 +44,8 @@ def claim_queued(
         queued = queued.filter(pk=only)
     if held:
         queued = queued.exclude(pk__in=list(held))
-    # By the schedule's priority, then by time: a critical retry jumps the queue.
-    ordered = queued.order_by("-schedule__priority", "not_before", "pk")
+    # By the schedule's priority first: a critical retry jumps the queue.
+    ordered = queued.in_start_order()
     chosen = {
         run_id: task_name
         for run_id, task_name in ordered.values_list("pk", "task_name")[:limit]
@@ -59,8 +60,8 @@ def claim_queued(
 def to_hold(
     *, now: datetime, task_names: Collection[str], held: Collection[int], limit: int
 ) -> list[Run]:
-    """Queued runs waiting for a worker that this process may hold, best priority
-    first, then time: read with their schedule, not claimed (held.py starts them)."""
+    """Queued runs waiting for a worker that this process may hold, in start order:
+    read with their schedule, not claimed (held.py starts them)."""
     if limit <= 0 or not task_names:
         return []
     rows = (
@@ -76,7 +77,7 @@ def to_hold(
     )
     if held:
         rows = rows.exclude(pk__in=list(held))
-    return list(rows.order_by("-schedule__priority", "not_before", "pk")[:limit])
+    return list(rows.in_start_order()[:limit])
 
 
 def start_held(
@@ -134,7 +135,7 @@ def _lock_queued(chosen: dict[int, str], known: dict[int, Run]):
     if mentioned:
         # Still queued, its schedule still there and not paused (`startable`).
         still = Run.objects.queued().startable().filter(pk__in=mentioned, schedule__isnull=False)
-        edited_at = dict(_locked(still).values_list("pk", "schedule__updated_at"))
+        edited_at = dict(locked_or_skipped(still).values_list("pk", "schedule__updated_at"))
         stale = {known[pk].schedule_id for pk, at in edited_at.items()
                  if known[pk].schedule.updated_at != at}  # fmt: skip
         fresh = Schedule.objects.in_bulk(stale) if stale else {}
@@ -146,14 +147,8 @@ def _lock_queued(chosen: dict[int, str], known: dict[int, Run]):
         rows = Run.objects.select_related("schedule").filter(
             pk__in=unknown, status=RunStatus.QUEUED
         )
-        by_id.update((run.pk, run) for run in _locked(rows))
+        by_id.update((run.pk, run) for run in locked_or_skipped(rows))
     return (by_id[run_id] for run_id in chosen if run_id in by_id)
-
-
-def _locked(rows):
-    if connection.features.has_select_for_update_skip_locked:
-        return rows.select_for_update(skip_locked=True, of=("self",))
-    return rows
 
 
 class _QueuedBatch:

@@ -30,10 +30,10 @@ def late_schedules(prefix: str, count: int, misfire: str = "skip") -> list[Sched
     ]
 
 
-def claim_at(seconds: float, up_since: float | None = None) -> list:
+def claim_at(seconds: float, up_since: float | None = None, limit: int = 500) -> list:
     since = None if up_since is None else T0 + timedelta(seconds=up_since)
     runs, _ = claims.claim_due(
-        now=T0 + timedelta(seconds=seconds), instance_id="back", tasks=registry, limit=500,
+        now=T0 + timedelta(seconds=seconds), instance_id="back", tasks=registry, limit=limit,
         max_catch_up=100, local_in_flight={}, up_since=since,
     )  # fmt: skip
     return runs
@@ -112,3 +112,25 @@ def test_a_restart_skips_the_downtimes_slots_and_runs_those_due_while_it_caught_
     }
     (during,) = [r for r in runs if r.schedule_code == "during" and r.status == "skipped"]
     assert during.error.startswith("1439 slot(s) missed")  # the day's 1,440 less the one run
+
+
+@pytest.mark.django_db
+def test_a_slot_due_while_the_scheduler_catches_up_is_claimed_before_the_backlog() -> None:
+    """Three schedules a day behind and one whose slot fell due after the restart, two
+    claims a pass: the current slot goes in the first pass, not behind the backlog."""
+    late_schedules("back", 3, misfire="once")
+    current = {
+        "kind": "interval",
+        "every": 60,
+        "anchor": (T0 + timedelta(seconds=DAY + 2)).isoformat(),
+    }
+    make_schedule("current", "test.echo", current, now=T0 + timedelta(seconds=DAY))
+
+    first = claim_at(DAY + 5, up_since=DAY, limit=2)
+    second = claim_at(DAY + 5, up_since=DAY, limit=2)
+
+    assert [(r.schedule_code, r.reason) for r in first] == [
+        ("current", "scheduled"),
+        ("back0", "catch-up"),
+    ]
+    assert sorted(r.schedule_code for r in second) == ["back1", "back2"]

@@ -659,3 +659,54 @@ def test_long_runs_keep_few_runs_waiting_for_a_worker_as_running() -> None:
         now[0] += 0.125
         backlog.finished()
     assert backlog.size() == 8
+
+
+async def test_a_held_catch_up_starts_after_a_slot_that_fell_due_later(
+    narrow, clock, tmp_path
+) -> None:
+    """After a restart the backlog's catch-ups are owed work, already late: a slot
+    falling due meanwhile takes the next free worker before them."""
+    log, gate = await burst(tmp_path, [])
+    note = {"path": str(log)}
+    await create("behind", "test.note", every(60), misfire="once", misfire_grace=30,
+                 kwargs={**note, "label": "behind"}, now=T0 - timedelta(hours=1))  # fmt: skip
+    later = {"kind": "interval", "every": 60, "anchor": (T0 + timedelta(seconds=90)).isoformat()}
+    await create("current", "test.note", later, kwargs={**note, "label": "current"})
+    clock.advance(60)
+    await narrow.run_pass()  # "first" takes the worker; the catch-up is held
+    clock.advance(30)
+    await narrow.run_pass()  # the current slot is held after it
+    assert [r.reason for r in await runs_of("behind")] == [RunReason.CATCH_UP]
+    assert len(narrow.held) == 2
+    gate.touch()
+    await settled(["first", "behind", "current"])
+    assert log.read_text().split() == ["first", "current", "behind"]
+
+
+async def test_a_catch_up_still_waiting_when_its_next_slot_comes_is_superseded(
+    narrow, clock, tmp_path, settings
+) -> None:
+    """misfire="once" is one run: the catch-up that no worker took yet gives way to the
+    slot that fell due since. misfire="all" owes every slot: its catch-ups all run."""
+    settings.SILLO_MAX_CATCH_UP = 2
+    log, gate = await burst(tmp_path, [])
+    for misfire in ("once", "all"):
+        await create(misfire, "test.note", every(60), misfire=misfire, misfire_grace=30,
+                     kwargs={"path": str(log), "label": misfire},
+                     now=T0 - timedelta(hours=1))  # fmt: skip
+    clock.advance(60)
+    await narrow.run_pass()  # "first" takes the worker; the catch-ups wait
+    clock.advance(60)
+    await narrow.run_pass()  # the next slots come while they still wait
+    gate.touch()
+    ended = await settled(["once", "all"])
+    once = await runs_of("once")
+    assert [(r.reason, r.status) for r in once] == [
+        (RunReason.CATCH_UP, RunStatus.SKIPPED),
+        (RunReason.SCHEDULED, RunStatus.SUCCEEDED),
+    ]
+    assert once[0].error == (
+        f"superseded: the slot of {once[1].slot:%Y-%m-%d %H:%M:%S} UTC runs instead (misfire=once)"
+    )
+    assert ended["all"] == [RunStatus.SUCCEEDED] * 3  # two catch-ups, then the slot
+    assert log.read_text().split().count("once") == 1

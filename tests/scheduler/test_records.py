@@ -1,4 +1,4 @@
-"""The scheduler's own INSERT of runs stores what the ORM would, on either database."""
+"""The scheduler's own INSERT of rows stores what the ORM would, on either database."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from django.contrib.auth.models import User
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from schedules.bulk import insert_rows
 from schedules.models import Run, RunReason, RunStatus
-from schedules.scheduler.records import insert_runs, new_run
+from schedules.scheduler.records import new_run
 from tests.factories import T0, every, make_schedule
 
 pytestmark = pytest.mark.django_db
@@ -46,7 +47,7 @@ def test_inserted_runs_read_back_as_the_orm_would_store_them() -> None:
     ours, theirs = (varied_runs(schedule, parent, user) for parent in parents)
     for run in theirs:
         run.attempt += 10  # the unique (schedule, slot, attempt) allows both copies
-    insert_runs(ours)
+    insert_rows(ours)
     Run.objects.bulk_create(theirs)
     assert all(run.pk and not run._state.adding for run in ours)
     for mine, orm in zip(ours, theirs, strict=True):
@@ -65,8 +66,23 @@ def test_a_large_batch_is_inserted_in_chunks_and_every_run_gets_its_own_key() ->
         run.kwargs = {"i": i}
         runs.append(run)
     with CaptureQueriesContext(connection) as queries:
-        insert_runs(runs)
+        insert_rows(runs)
     assert len(queries) <= 5  # chunks of the database's parameter limit, not one per run
     assert len({run.pk for run in runs}) == 2500
     stored = dict(Run.objects.values_list("pk", "kwargs"))
     assert all(stored[run.pk] == {"i": i} for i, run in enumerate(runs))
+
+
+def test_rows_of_any_model_take_the_keys_of_rows_inserted_before_them() -> None:
+    """An incident's event is built with the incident, before either has a key; a
+    field the model stamps on saving (`auto_now_add`) is stamped."""
+    from schedules.models import Channel, Incident, IncidentEvent
+
+    incident = Incident(schedule_code="s", task_name="t", kind="late", opened_at=T0)
+    event = IncidentEvent(incident=incident, at=T0, event="late", text="late by 2 min")
+    insert_rows([incident])
+    insert_rows([event])
+    assert IncidentEvent.objects.get(pk=event.pk).incident_id == incident.pk
+    channel = Channel(name="ops", kind="webhook", url="http://127.0.0.1:9/hook")
+    insert_rows([channel])
+    assert Channel.objects.get(pk=channel.pk).created_at is not None

@@ -311,6 +311,33 @@ async def test_queued_runs_start_by_priority_then_time(clock, transactional_db) 
     assert await sync_to_async(queue_and_claim_one)() == ["high"]
 
 
+async def test_queued_catch_ups_start_after_the_other_queued_runs_of_their_priority(
+    clock, transactional_db
+) -> None:
+    """A restart's catch-ups are already late; the runs queued since (a manual run, a
+    retry, a slot that found no worker) go first however long the catch-ups waited."""
+    from schedules.models import Run
+    from schedules.registry import registry
+    from schedules.scheduler import claims, queued
+
+    behind = await create("behind", "test.echo", every(3600))
+    asked = await create("asked", "test.echo", every(3600))
+
+    def queue_and_claim_one():
+        for schedule, reason, minutes in ((behind, "catch-up", 2), (asked, "manual", 1)):
+            Run.objects.create(
+                schedule=schedule, schedule_code=schedule.code, task_name="test.echo",
+                reason=reason, not_before=T0 - timedelta(minutes=minutes),
+            )  # fmt: skip
+        runs, _ = queued.claim_queued(
+            now=T0, instance_id="s", tasks=registry, limit=10, local_in_flight={},
+            slots=claims.WorkerSlots(1, lambda name: True),
+        )  # fmt: skip
+        return [run.schedule_code for run in runs]
+
+    assert await sync_to_async(queue_and_claim_one)() == ["asked"]
+
+
 async def test_a_one_shot_missed_beyond_its_grace_completes(scheduler, clock) -> None:
     at = (T0 + timedelta(minutes=5)).isoformat()
     await create("once", "test.echo", {"kind": "date", "at": at}, misfire_grace=60)

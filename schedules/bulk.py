@@ -1,0 +1,121 @@
+"""Row helpers for the few statements that write hundreds of rows at a time: an
+INSERT that returns keys, an UPDATE by key, and a lock that skips what another
+process holds. Claims, outcomes and the incident edge share them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any
+
+from django.db import connection, models
+from django.db.models import Model
+
+
+def locked_or_skipped(rows: models.QuerySet) -> models.QuerySet:
+    """The rows, locked for this transaction; on PostgreSQL those another process has
+    locked are left out, not waited for (SQLite's IMMEDIATE transaction holds the
+    write lock from BEGIN)."""
+    if connection.features.has_select_for_update_skip_locked:
+        return rows.select_for_update(skip_locked=True, of=("self",))
+    return rows
+
+
+def update_each(model: type[Model], fields: list[str], rows: list[tuple], add: int = 0) -> None:
+    """UPDATE rows by primary key with one executemany: each row is (*values, pk).
+
+    The last `add` fields are increments (`field = field + value`). Per-row ORM
+    updates, or one UPDATE of CASE expressions, cost more Python than the
+    database's own work: 500 outcomes took 0.3 s and 0.8 s that way.
+    """
+    if not rows:
+        return
+    quote = connection.ops.quote_name
+    columns = [model._meta.get_field(name) for name in fields]
+    assignments = [
+        f"{quote(f.column)} = {quote(f.column)} + %s" if i >= len(fields) - add else
+        f"{quote(f.column)} = %s"
+        for i, f in enumerate(columns)
+    ]  # fmt: skip
+    sql = (
+        f"UPDATE {quote(model._meta.db_table)} SET {', '.join(assignments)} "
+        f"WHERE {quote(model._meta.pk.column)} = %s"
+    )
+    prepared = [
+        [f.get_db_prep_save(v, connection) for f, v in zip(columns, row[:-1], strict=True)]
+        + [row[-1]]
+        for row in rows
+    ]
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, prepared)
+
+
+def insert_rows(rows: Sequence[Model]) -> None:
+    """INSERT new instances of one model and give each its primary key, like
+    `bulk_create` (and, like it, raises IntegrityError for a refused row).
+
+    A burst claims a thousand slots in a pass, and a restart opens a late incident
+    on every schedule. `bulk_create` prepares every value through the whole field
+    machinery (0.19 s of a 1,000-slot claim's 0.45 s); here each column is prepared
+    by the one step its kind needs (datetimes adapted, JSON encoded), and the
+    statement is built once per chunk size.
+    """
+    if not rows:
+        return
+    model = type(rows[0])
+    if not connection.features.can_return_rows_from_bulk_insert:
+        model._default_manager.bulk_create(rows)  # a backend without INSERT ... RETURNING
+        return
+    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+    prepare = [_preparer(f) for f in fields]
+    names = [f.attname for f in fields]
+    _take_related_keys(rows, [f for f in fields if f.is_relation])
+    for field in fields:
+        if getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False):
+            for row in rows:
+                field.pre_save(row, add=True)  # sets the time, as a save would
+    quote = connection.ops.quote_name
+    head = (
+        f"INSERT INTO {quote(model._meta.db_table)} "
+        f"({', '.join(quote(f.column) for f in fields)}) VALUES "
+    )
+    tail = f" RETURNING {quote(model._meta.pk.column)}"
+    placeholders = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    size = max(1, connection.ops.bulk_batch_size(fields, rows))
+    with connection.cursor() as cursor:
+        for start in range(0, len(rows), size):
+            chunk = rows[start : start + size]
+            params = [
+                convert(value) if convert else value
+                for row in chunk
+                for convert, value in zip(prepare, (getattr(row, n) for n in names), strict=True)
+            ]
+            cursor.execute(head + ", ".join([placeholders] * len(chunk)) + tail, params)
+            for row, (pk,) in zip(chunk, cursor.fetchall(), strict=True):
+                row.pk = pk
+                row._state.adding = False
+                row._state.db = connection.alias
+
+
+def _take_related_keys(rows: Sequence[Model], relations: list[models.Field]) -> None:
+    """A relation set to an object that had no key yet (an incident's event, built with
+    the incident before either was inserted) takes the object's key now, as
+    `bulk_create` does."""
+    for field in relations:
+        for row in rows:
+            if getattr(row, field.attname) is None and field.is_cached(row):
+                related = field.get_cached_value(row)
+                if related is not None:
+                    setattr(row, field.attname, related.pk)
+
+
+def _preparer(field: models.Field) -> Callable[[Any], Any] | None:
+    """The one preparation a column's value needs before the database (None: as is)."""
+    if isinstance(field, models.DateTimeField):  # always aware: the scheduler's clock is UTC
+        return connection.ops.adapt_datetimefield_value
+    if isinstance(field, models.JSONField):
+        return partial(field.get_db_prep_save, connection=connection)
+    if isinstance(field, models.CharField | models.TextField | models.IntegerField
+                  | models.BooleanField | models.ForeignKey):  # fmt: skip
+        return None
+    return partial(field.get_db_prep_save, connection=connection)  # any other kind, in full
