@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from formatting import median, table
 from restart_report import restart_reading, restart_targets
+from scale_targets import scale_targets
 from takeover_report import takeover_reading, takeover_targets
 from verdicts import MET, next_fire_comparison, targets
 
@@ -251,6 +252,7 @@ def hostile_reading(hostile: dict) -> str:
 def targets_and_reading(facts: dict) -> tuple[str, str]:
     rows = targets(facts) + takeover_targets(facts.get("takeover"))
     rows += restart_targets(facts.get("restart"))
+    rows += scale_targets(facts)
     reading = []
     if facts.get("next_fire"):
         reading.append(next_fire_reading(facts["next_fire"]["cases"]))

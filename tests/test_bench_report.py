@@ -68,7 +68,9 @@ def figures(p99: float, burst: float, idle: float, **changes) -> dict:
 
 
 def scheduler_rows(targets: str) -> list[str]:
-    return [line for line in targets.splitlines() if "schedules" in line or "due at once" in line]
+    """The rows of the first issues' scheduler targets (not issue 18's, below)."""
+    earlier = ("| p99 lateness under", "| 1,000 runs due at once all started within 1 s", "| idle")
+    return [line for line in targets.splitlines() if line.startswith(earlier)]
 
 
 def test_targets_met_are_said_to_be_met() -> None:
@@ -504,3 +506,94 @@ def test_the_restart_reading_says_what_each_policy_measured() -> None:
     assert 'with `misfire="skip"` the first pass took 3.0 s' in reading
     assert "1,167 ran (the latest 4.1 s after its slot) and 33 were lost" in reading
     assert "had not ended after 12 s" in reading
+
+
+# ---------------------------------------------------------------- issue 18 at scale
+
+
+def scale_rows(facts: dict) -> dict[str, tuple[str, str]]:
+    from scale_targets import scale_targets
+
+    return {row[0]: (row[1], row[2]) for row in scale_targets(facts)}
+
+
+def with_peers(ours: float, memory: float, sqlalchemy: float, sizes=(10_000, 100_000)) -> dict:
+    sched = figures(p99=ours, burst=0.15, idle=0.1)
+    for n in sizes:
+        sched["load"][n] = {
+            name: figures(p99=p99, burst=0.15, idle=0.1)["load"][10_000]["sillo"]
+            for name, p99 in (("sillo", ours), ("apscheduler3-memory", memory),
+                              ("apscheduler3-sqlalchemy", sqlalchemy))
+        }  # fmt: skip
+    return sched
+
+
+def test_the_peer_targets_are_met_within_twice_the_memory_store_and_at_the_sqlalchemy_store():
+    rows = scale_rows({"scheduler": with_peers(ours=8.0, memory=4.0, sqlalchemy=8.0)})
+    verdicts = [verdict for text, (_, verdict) in rows.items() if "APScheduler" in text]
+    assert verdicts == ["met", "met"]
+    rows = scale_rows({"scheduler": with_peers(ours=9.0, memory=4.0, sqlalchemy=8.0)})
+    measured, verdict = next(row for text, row in rows.items() if "memory store" in text)
+    assert "9.0 ms against 4.0 ms (0.44×)" in measured and verdict == "**missed**"
+
+
+def test_a_peer_target_with_a_size_not_measured_is_incomplete_however_good_the_other():
+    rows = scale_rows({"scheduler": with_peers(ours=2.0, memory=4.0, sqlalchemy=8.0,
+                                               sizes=(10_000,))})  # fmt: skip
+    measured, verdict = next(row for text, row in rows.items() if "memory store" in text)
+    assert "at 100,000: not measured" in measured and verdict == "**incomplete: not met**"
+
+
+def test_the_burst_targets_of_issue_18_are_judged_on_the_slowest_burst():
+    postgres = {
+        "settings": {"burst": 1000, "shape": {"bursts": 2}},
+        "cases": [
+            {
+                "schedulers": 1,
+                "burst": {"started": [1000, 1000], "all_started_s": spread_of(0.3, 0.6)},
+            }
+        ],
+    }
+    rows = scale_rows({"scheduler": figures(p99=9.0, burst=0.15, idle=0.1), "postgres": postgres})
+    assert rows["1,000 runs due at once all started within 0.2 s on SQLite"][1] == "met"
+    measured, verdict = rows["… and within 0.5 s on PostgreSQL with one scheduler"]
+    assert "0.60 s" in measured and verdict == "**missed**"
+    postgres["cases"][0]["burst"]["started"] = [1000, 999]
+    rows = scale_rows({"postgres": postgres})
+    assert rows["… and within 0.5 s on PostgreSQL with one scheduler"][1] == (
+        "**incomplete: not met**"
+    )
+
+
+def test_live_views_below_the_issues_load_are_not_met_and_lost_events_miss():
+    def live(delivered: float, clients: int, rate: float) -> str:
+        data = {
+            "settings": {"clients": clients, "rate": rate},
+            "views": {"live log": {"delivered": 1.0}, "list": {"delivered": delivered}},
+        }
+        return next(v for text, (_, v) in scale_rows({"live_data": data}).items()
+                    if text.startswith("live views"))  # fmt: skip
+
+    assert live(1.0, 20, 100.0) == "**incomplete: not met**"
+    assert live(0.9, 20, 100.0) == "**missed**"
+    assert live(1.0, 50, 500.0) == "met"
+
+
+def test_the_quick_run_is_judged_on_the_sum_of_its_benchmarks_durations():
+    def duration(*seconds: float, quick: bool = True) -> tuple[str, str]:
+        runs = {f"b{i}": {"seconds": s, "quick": quick, "ok": True} for i, s in enumerate(seconds)}
+        return next(row for text, row in scale_rows({"runs": runs}).items() if "QUICK" in text)
+
+    assert duration(200.0, 90.0) == ("this quick run took 290 s", "met")
+    assert duration(200.0, 110.0)[1] == "**missed**"
+    assert (
+        duration(3000.0, 600.0, quick=False)[0]
+        == "this full run took 60 min (the quick run not timed here)"
+    )
+
+
+def test_what_no_benchmark_measures_yet_is_listed_and_not_met():
+    rows = scale_rows({})
+    assert len(rows) == 11
+    assert all(verdict == "**incomplete: not met**" for _, verdict in rows.values())
+    assert any(text.startswith("one million schedules") for text in rows)
