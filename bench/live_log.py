@@ -4,22 +4,25 @@ Starts a throwaway Redis (the channel layer that carries events between
 processes in production) and a daphne server with the product's ASGI
 application, then for each view connects 20 authenticated websocket clients
 (a separate process) and publishes run events at 100 a second with the
-scheduler's own `publish_run`. The events go round the 50 schedules of one
-list page; a client's messages for a schedule arrive in the order they were
-published (one channel per client), so each is matched to its event:
+scheduler's own `publish_run`, each after counting the run on its schedule's
+record (`run_count`, as recording an outcome does). The events go round the
+50 schedules of one list page:
 
 - bare: a consumer that forwards the event as JSON, no rendering (the floor
-  that Channels, Redis and daphne set; bench/live_asgi.py);
-- live log: the live log page's stream (a row rendered from the event);
-- schedules list: the list page's stream for that page (the row re-rendered
-  from the database, once per event for all clients with the same
-  permissions).
+  that Channels, Redis and daphne set; bench/live_asgi.py); one message per
+  event, and a client's messages for a schedule arrive in publishing order
+  (one channel per client), so the k-th is matched to the k-th event;
+- live log: the live log page's stream (a row rendered from the event), one
+  message per event, matched the same way;
+- schedules list: the list page's stream for that page. A row is re-rendered
+  from the database, and events that arrive while a row renders share the
+  next render (docs/dashboard.md), so there are fewer messages than events:
+  an event reaches a client with the first row of its schedule that counts
+  it (the row's run count), and one no row counts is not delivered.
 
-Delivered is the share of (event, client) pairs that arrived (a dropped
-message would make the matching approximate; none were dropped in the
-published runs); delay is from
-just before the event was published to its arrival. After a warm-up, each
-window is a repetition. Not a test: nothing here asserts.
+Delivered is the share of (event, client) pairs that arrived; delay is from
+just before the event was counted and published to its arrival. After a
+warm-up, each window is a repetition. Not a test: nothing here asserts.
 
     python bench/live_log.py [--quick] [--json FILE]
 """
@@ -60,6 +63,8 @@ KEYS = [
     re.compile(r'data-schedule="(\d+)"'),
     re.compile(r'id="schedule-row-(\d+)"'),
 ]
+# The run count a list row shows (`run_count / error_count`): which events it reflects.
+RUN_COUNT = re.compile(r'<td class="num">(\d+) / \d+</td>')
 QUICK = {"warmup": 1.0, "windows": 3, "window": 1.5, "drain": 1.5}
 FULL = {"warmup": 2.0, "windows": 5, "window": 4.0, "drain": 3.0}
 
@@ -68,10 +73,11 @@ FULL = {"warmup": 2.0, "windows": 5, "window": 4.0, "drain": 3.0}
 
 
 async def clients(url: str, origin: str, cookie: str, count: int, out: Path) -> None:
-    """Hold `count` connections until stdin closes; write (client, schedule id, time)."""
+    """Hold `count` connections until stdin closes; write (client, schedule id, time,
+    the run count a list row shows or None)."""
     from websockets.asyncio.client import connect
 
-    received: list[tuple[int, int, float]] = []
+    received: list[tuple[int, int, float, int | None]] = []
     headers = {"Cookie": f"sessionid={cookie}"}
     sockets = [await connect(url, origin=origin, additional_headers=headers) for _ in range(count)]
 
@@ -82,7 +88,9 @@ async def clients(url: str, origin: str, cookie: str, count: int, out: Path) -> 
                 for pattern in KEYS:
                     found = pattern.search(message)
                     if found:
-                        received.append((index, int(found.group(1)), at))
+                        counted = RUN_COUNT.search(message)
+                        runs = int(counted.group(1)) if counted else None
+                        received.append((index, int(found.group(1)), at, runs))
                         break
 
     listeners = [asyncio.create_task(listen(i, ws)) for i, ws in enumerate(sockets)]
@@ -141,9 +149,15 @@ def populate() -> str:
 
 async def publish(schedule_ids: list[int], rate: float) -> list[float]:
     """A run event for each schedule id in turn at `rate` a second; when each was published."""
-    from schedules.events import publish_run
-    from schedules.models import Run
+    from asgiref.sync import sync_to_async
+    from django.db.models import F
 
+    from schedules.events import publish_run
+    from schedules.models import Run, Schedule
+
+    count = sync_to_async(
+        lambda pk: Schedule.objects.filter(pk=pk).update(run_count=F("run_count") + 1)
+    )
     sent = []
     began = time.monotonic()
     for seq, schedule_id in enumerate(schedule_ids):
@@ -153,6 +167,7 @@ async def publish(schedule_ids: list[int], rate: float) -> list[float]:
                   task_name="demo.heartbeat", status="succeeded", reason="scheduled", attempt=1,
                   slot=now, queued_at=now, started_at=now, finished_at=now)  # fmt: skip
         sent.append(time.time())
+        await count(schedule_id)
         await publish_run(run)
     return sent
 
@@ -168,6 +183,9 @@ def one_view(path: str, port: int, cookie: str, schedule_ids: list[int], shape: 
     if child.stdout.readline().strip() != "ready":
         raise RuntimeError(f"clients of {path} did not connect")
     time.sleep(0.5)
+    from schedules.models import Schedule
+
+    Schedule.objects.update(run_count=0)  # a list row's count then numbers this view's events
     sent = asyncio.run(publish(schedule_ids, RATE))
     time.sleep(shape["drain"])
     child.stdin.close()
@@ -176,18 +194,18 @@ def one_view(path: str, port: int, cookie: str, schedule_ids: list[int], shape: 
     out.unlink()
 
     # Per schedule, the times its events were published, in order; per (client,
-    # schedule), the arrivals in order: the k-th arrival carries the k-th event.
+    # schedule), the arrivals in order, each with the run count its row shows.
     published: dict[int, list[float]] = {}
     for schedule_id, at in zip(schedule_ids, sent, strict=True):
         published.setdefault(schedule_id, []).append(at)
-    arrivals: dict[tuple[int, int], list[float]] = {}
-    for client, schedule_id, at in received:
-        arrivals.setdefault((client, schedule_id), []).append(at)
+    arrivals: dict[tuple[int, int], list[tuple[float, int | None]]] = {}
+    for client, schedule_id, at, runs in received:
+        arrivals.setdefault((client, schedule_id), []).append((at, runs))
     measured_from = sent[0] + shape["warmup"]
     windows: list[list[float]] = [[] for _ in range(shape["windows"])]
     delivered = 0
-    for (_client, schedule_id), times in arrivals.items():
-        for when, at in zip(published.get(schedule_id, []), sorted(times), strict=False):
+    for (_client, schedule_id), seen in arrivals.items():
+        for when, at in reached(published.get(schedule_id, []), sorted(seen)):
             index = int((when - measured_from) // shape["window"])
             if 0 <= index < shape["windows"]:
                 windows[index].append(at - when)
@@ -201,6 +219,25 @@ def one_view(path: str, port: int, cookie: str, schedule_ids: list[int], shape: 
         "delay_p99_ms": summary(percentile(w, 0.99) * 1000 if w else None for w in windows),
         "delay_max_ms": summary(max(w) * 1000 if w else None for w in windows),
     }
+
+
+def reached(published: list[float], arrivals: list[tuple[float, int | None]]):
+    """(published, arrived) of each of a schedule's events that reached one client.
+
+    A message per event (no run count): the k-th arrival is the k-th event. A list
+    row: the k-th event arrives with the first row whose run count is k or more."""
+    if not arrivals or arrivals[0][1] is None:
+        return list(zip(published, (at for at, _ in arrivals), strict=False))
+    pairs, rows = [], iter(arrivals)
+    at, runs = next(rows)
+    for k, when in enumerate(published, start=1):
+        while (runs or 0) < k:
+            following = next(rows, None)
+            if following is None:
+                return pairs  # no row counts this event, or any later one
+            at, runs = following
+        pairs.append((when, at))
+    return pairs
 
 
 def main() -> None:

@@ -192,19 +192,21 @@ def _due_first_current(
     now: datetime, tasks: Registry, limit: int, up_since: datetime | None
 ) -> list[Schedule]:
     """Up to `limit` due schedules: slots that fell due while this scheduler was up
-    first, then older ones (a restart's backlog), each oldest first.
+    first, then older ones (a restart's backlog), each oldest first; the backlog
+    keeps at least half the batch.
 
     After a long downtime every schedule is behind and catching them all up takes
     many passes; oldest first alone, a slot falling due meanwhile would wait behind
-    the whole backlog. Both reads walk schedule_due_idx.
+    the whole backlog. Current slots first alone would starve the backlog for good
+    when the current ones fill every batch (a load beyond what the machine can
+    run): its schedules would never run again. Both reads walk schedule_due_idx.
     """
     due = Schedule.objects.due(now=now, task_names=tasks.runnable_names())
     if up_since is None:
         return list(due[:limit])
     current = list(due.filter(next_run_at__gte=up_since)[:limit])
-    if len(current) < limit:
-        current += due.filter(next_run_at__lt=up_since)[: limit - len(current)]
-    return current
+    older = list(due.filter(next_run_at__lt=up_since)[: limit - min(len(current), limit // 2)])
+    return current[: limit - len(older)] + older
 
 
 def _claim_batch(plans, now, instance_id, local, slots: WorkerSlots):

@@ -134,3 +134,18 @@ def test_a_slot_due_while_the_scheduler_catches_up_is_claimed_before_the_backlog
         ("back0", "catch-up"),
     ]
     assert sorted(r.schedule_code for r in second) == ["back1", "back2"]
+
+
+@pytest.mark.django_db
+def test_when_current_slots_fill_every_batch_the_backlog_still_gets_half() -> None:
+    """More slots fall due than a pass claims (a load beyond the machine): the
+    backlog's schedules still run, or they would never run again."""
+    late_schedules("back", 3, misfire="once")
+    for i in range(4):
+        anchor = (T0 + timedelta(seconds=DAY + 1 + i)).isoformat()
+        make_schedule(f"now{i}", "test.echo", {"kind": "interval", "every": 60, "anchor": anchor},
+                      now=T0 + timedelta(seconds=DAY))  # fmt: skip
+
+    claimed = [r.schedule_code for r in claim_at(DAY + 10, up_since=DAY, limit=4)]
+
+    assert claimed == ["now0", "now1", "back0", "back1"]
