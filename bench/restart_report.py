@@ -104,12 +104,16 @@ def restart_reading(data: dict) -> str | None:
         parts.append(
             f'with `misfire="{policy}"` {done}; of the {current["expected"]:,} slots due after '
             f"the restart, {current['ran']:,} ran (the latest {seconds(current['late_max_s'])} s "
-            f"after its slot) and {lost(current):,} were lost to the catch-up"
+            f"after its slot) and {lost(current):,} did not run in time ({current['skipped']:,} "
+            f"skipped, {current['missed']:,} never claimed, {current['not_started']:,} not "
+            "started)"
         )
     return (
         f"**Restart.** With {size:,} one-minute schedules a day behind, " + "; ".join(parts) + "."
-        " _Background (the design, not measured in this run): each pass claims the due "
-        "schedules 500 at a time, oldest slot first, so a schedule's current slot waits behind "
-        "the catch-up of every schedule older than it; each claim costs a fraction of a "
-        "millisecond per schedule (docs/scheduler.md)._"
+        " _Background (the design, not measured in this run): each pass claims up to 500 "
+        "due schedules, the slots due since the start first and the downtime's backlog at "
+        "least half; meanwhile the one-minute schedules keep falling due, a sixtieth of them "
+        "each second; a current slot is skipped when its schedule still had a run in flight "
+        "(`max_instances` 1) or, under `skip`, when it was claimed past its grace "
+        "(docs/scheduler.md)._"
     )
