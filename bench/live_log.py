@@ -4,9 +4,9 @@ Starts a throwaway Redis (the channel layer that carries events between
 processes in production) and a daphne server with the product's ASGI
 application, then for each view connects 20 authenticated websocket clients
 (a separate process) and publishes run events at 100 a second with the
-scheduler's own `publish_run`, each after counting the run on its schedule's
-record (`run_count`, as recording an outcome does). The events go round the
-50 schedules of one list page:
+scheduler's own `publish_run` (for the list, each after counting the run on
+its schedule's record, `run_count`, as recording an outcome does). The events
+go round the 50 schedules of one list page:
 
 - bare: a consumer that forwards the event as JSON, no rendering (the floor
   that Channels, Redis and daphne set; bench/live_asgi.py); one message per
@@ -21,7 +21,7 @@ record (`run_count`, as recording an outcome does). The events go round the
   it (the row's run count), and one no row counts is not delivered.
 
 Delivered is the share of (event, client) pairs that arrived; delay is from
-just before the event was counted and published to its arrival. After a
+just before the event was counted (the list) and published to its arrival. After a
 warm-up, each window is a repetition. Not a test: nothing here asserts.
 
     python bench/live_log.py [--quick] [--json FILE]
@@ -147,8 +147,9 @@ def populate() -> str:
     return client.cookies["sessionid"].value
 
 
-async def publish(schedule_ids: list[int], rate: float) -> list[float]:
-    """A run event for each schedule id in turn at `rate` a second; when each was published."""
+async def publish(schedule_ids: list[int], rate: float, count_runs: bool) -> list[float]:
+    """A run event for each schedule id in turn at `rate` a second; when each was published
+    (with `count_runs`, just before its run was counted on the schedule's record)."""
     from asgiref.sync import sync_to_async
     from django.db.models import F
 
@@ -167,12 +168,14 @@ async def publish(schedule_ids: list[int], rate: float) -> list[float]:
                   task_name="demo.heartbeat", status="succeeded", reason="scheduled", attempt=1,
                   slot=now, queued_at=now, started_at=now, finished_at=now)  # fmt: skip
         sent.append(time.time())
-        await count(schedule_id)
+        if count_runs:
+            await count(schedule_id)
         await publish_run(run)
     return sent
 
 
 def one_view(path: str, port: int, cookie: str, schedule_ids: list[int], shape: dict) -> dict:
+    rows = "view=list" in path  # rows rendered from the record: matched by their run count
     out = Path(tempfile.mkstemp(suffix=".json")[1])
     origin = f"http://127.0.0.1:{port}"
     child = subprocess.Popen(
@@ -186,7 +189,7 @@ def one_view(path: str, port: int, cookie: str, schedule_ids: list[int], shape: 
     from schedules.models import Schedule
 
     Schedule.objects.update(run_count=0)  # a list row's count then numbers this view's events
-    sent = asyncio.run(publish(schedule_ids, RATE))
+    sent = asyncio.run(publish(schedule_ids, RATE, count_runs=rows))
     time.sleep(shape["drain"])
     child.stdin.close()
     child.wait(60)
@@ -205,7 +208,8 @@ def one_view(path: str, port: int, cookie: str, schedule_ids: list[int], shape: 
     windows: list[list[float]] = [[] for _ in range(shape["windows"])]
     delivered = 0
     for (_client, schedule_id), seen in arrivals.items():
-        for when, at in reached(published.get(schedule_id, []), sorted(seen)):
+        in_order = sorted(seen, key=lambda arrival: arrival[0])
+        for when, at in reached(published.get(schedule_id, []), in_order, rows):
             index = int((when - measured_from) // shape["window"])
             if 0 <= index < shape["windows"]:
                 windows[index].append(at - when)
@@ -214,6 +218,8 @@ def one_view(path: str, port: int, cookie: str, schedule_ids: list[int], shape: 
                  * shape["window"])  # fmt: skip
     return {
         "events": events,
+        # The rate the publisher kept (it may fall behind RATE and then catch up).
+        "published_per_s": (len(sent) - 1) / (sent[-1] - sent[0]) if len(sent) > 1 else None,
         "delivered": delivered / (events * CLIENTS) if events else None,
         "delay_p50_ms": summary(percentile(w, 0.5) * 1000 if w else None for w in windows),
         "delay_p99_ms": summary(percentile(w, 0.99) * 1000 if w else None for w in windows),
@@ -221,12 +227,12 @@ def one_view(path: str, port: int, cookie: str, schedule_ids: list[int], shape: 
     }
 
 
-def reached(published: list[float], arrivals: list[tuple[float, int | None]]):
+def reached(published: list[float], arrivals: list[tuple[float, int | None]], rows: bool):
     """(published, arrived) of each of a schedule's events that reached one client.
 
-    A message per event (no run count): the k-th arrival is the k-th event. A list
-    row: the k-th event arrives with the first row whose run count is k or more."""
-    if not arrivals or arrivals[0][1] is None:
+    A message per event: the k-th arrival is the k-th event. A list row (`rows`): the
+    k-th event arrives with the first row whose run count is k or more."""
+    if not rows or not arrivals:
         return list(zip(published, (at for at, _ in arrivals), strict=False))
     pairs, rows = [], iter(arrivals)
     at, runs = next(rows)

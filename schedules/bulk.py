@@ -63,10 +63,14 @@ def insert_rows(rows: Sequence[Model]) -> None:
     if not rows:
         return
     model = type(rows[0])
-    if not connection.features.can_return_rows_from_bulk_insert:
-        model._default_manager.bulk_create(rows)  # a backend without INSERT ... RETURNING
-        return
     fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+    if not connection.features.can_return_rows_from_bulk_insert or any(
+        f.generated or f.has_db_default() for f in fields
+    ) or any(row.pk is not None for row in rows):  # fmt: skip
+        # A backend without INSERT ... RETURNING, or what only the ORM's INSERT handles
+        # (generated columns, database defaults, chosen keys).
+        model._default_manager.bulk_create(rows)
+        return
     prepare = [_preparer(f) for f in fields]
     names = [f.attname for f in fields]
     _take_related_keys(rows, [f for f in fields if f.is_relation])
@@ -105,8 +109,11 @@ def _take_related_keys(rows: Sequence[Model], relations: list[models.Field]) -> 
         for row in rows:
             if getattr(row, field.attname) is None and field.is_cached(row):
                 related = field.get_cached_value(row)
-                if related is not None:
-                    setattr(row, field.attname, related.pk)
+                if related is None:
+                    continue
+                if related.pk is None:  # as bulk_create refuses: it would be stored as NULL
+                    raise ValueError(f"{field.name} of a new {type(row).__name__} is not saved")
+                setattr(row, field.attname, related.pk)
 
 
 def _preparer(field: models.Field) -> Callable[[Any], Any] | None:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
-from django.db.models import Case, Count, ExpressionWrapper, Q, When
+from django.db.models import Case, Count, ExpressionWrapper, F, Q, When
 from django.db.models.functions import Now
 from django.utils import timezone
 
@@ -105,6 +105,10 @@ class ScheduleQuerySet(models.QuerySet["Schedule"]):
         raise ValueError(f"unknown flag {flag!r} (orphan, duplicate, invalid or kwargs)")
 
 
+# How much later than its time a queued catch-up starts, at most, for the runs of now.
+CATCH_UP_DEFER = timedelta(seconds=60)
+
+
 class RunQuerySet(models.QuerySet["Run"]):
     def running(self) -> RunQuerySet:
         return self.filter(status=RunStatus.RUNNING)
@@ -120,10 +124,16 @@ class RunQuerySet(models.QuerySet["Run"]):
 
     def in_start_order(self) -> RunQuerySet:
         """The order queued runs start in as workers free up: the schedule's priority,
-        then runs of now before catch-ups (already late; a restart's backlog must not
-        hold back the slots falling due meanwhile), then time. held.py keeps the same."""
-        catch_up = Case(When(reason=RunReason.CATCH_UP, then=1), default=0)
-        return self.order_by("-schedule__priority", catch_up.asc(), "not_before", "pk")
+        then time, a catch-up counting as queued CATCH_UP_DEFER later. A catch-up is
+        already late, and a restart's backlog must not hold back the slots falling due
+        meanwhile; deferred by a bounded time, not put last, it still starts under a
+        load that never lets up. held.py keeps the same order."""
+        start_at = Case(
+            When(reason=RunReason.CATCH_UP, then=F("not_before") + CATCH_UP_DEFER),
+            default=F("not_before"),
+            output_field=models.DateTimeField(),
+        )
+        return self.order_by("-schedule__priority", start_at.asc(), "pk")
 
     def for_schedule(self, schedule: Schedule | int) -> RunQuerySet:
         """A schedule's runs, newest first (run_history_idx)."""

@@ -202,8 +202,8 @@ def _due_first_current(
     run): its schedules would never run again. Both reads walk schedule_due_idx.
     """
     due = Schedule.objects.due(now=now, task_names=tasks.runnable_names())
-    if up_since is None:
-        return list(due[:limit])
+    if up_since is None or limit < 2:
+        return list(due[:limit])  # one a pass: oldest first, which starves none
     current = list(due.filter(next_run_at__gte=up_since)[:limit])
     older = list(due.filter(next_run_at__lt=up_since)[: limit - min(len(current), limit // 2)])
     return current[: limit - len(older)] + older
@@ -240,9 +240,11 @@ def _claim_batch(plans, now, instance_id, local, slots: WorkerSlots):
                 in_flight[schedule.pk] = in_flight.get(schedule.pk, 0) + 1
         created += planned
         firsts += [first, *ended]
-    firsts += _supersede_catch_ups(firsts, now)
+    superseded = _supersede_catch_ups(firsts, now)
+    firsts += superseded
     insert_rows(created)
-    counters.tally(run for run in created if run.status == RunStatus.SKIPPED)
+    # One tally: the counters take one upsert per transaction, in key order (counters.py).
+    counters.tally([*superseded, *(run for run in created if run.status == RunStatus.SKIPPED)])
     # A one-shot whose only slot passed its grace under misfire="skip" ran nothing and
     # has no slot left: it is done (one that runs completes after its last attempt).
     done = [s.pk for s, planned, _ in won if s.next_run_at is None and all(
@@ -262,18 +264,20 @@ def _claim_batch(plans, now, instance_id, local, slots: WorkerSlots):
 
 def _supersede_catch_ups(claimed: list[Run], now: datetime) -> list[Run]:
     """misfire="once": a catch-up run still queued when its schedule's next slot is
-    claimed is skipped. The slot's run does the work it was owed, and "once" means one
-    run, not a second one behind it (after a restart, workers are scarce)."""
+    claimed is skipped. The slot's run (on time, or a catch-up itself when that slot
+    was late too) does the work it was owed, and "once" means one run, not a second
+    one behind it (after a restart, workers are scarce). The new runs are not
+    inserted yet: only older ones are found."""
     slots = {
         run.schedule_id: run
         for run in claimed
-        if run.reason == RunReason.SCHEDULED
+        if run.reason in (RunReason.SCHEDULED, RunReason.CATCH_UP)
         and run.status in (RunStatus.RUNNING, RunStatus.QUEUED)
         and run.schedule.misfire == Misfire.ONCE
     }
     if not slots:
         return []
-    # One another process is starting right now is left to start.
+    # A catch-up another process has locked (it is starting it) is left to that process.
     waiting = list(
         locked_or_skipped(
             Run.objects.queued().filter(schedule_id__in=list(slots), reason=RunReason.CATCH_UP)
@@ -288,7 +292,6 @@ def _supersede_catch_ups(claimed: list[Run], now: datetime) -> list[Run]:
     update_each(
         Run, ["status", "finished_at", "error"], [(r.status, now, r.error, r.pk) for r in waiting]
     )
-    counters.tally(waiting)
     return waiting
 
 

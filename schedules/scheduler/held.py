@@ -2,7 +2,7 @@
 
 A due slot that finds every worker busy is recorded `queued` (the dashboard
 counts it as waiting for a worker). The scheduler that claimed it also holds
-it, in memory, in start order (priority, then catch-ups last); whenever half
+it, in memory, in start order (priority, then time, catch-ups deferred); whenever half
 of its backlog has gone to workers it starts the next held runs in one batch
 (one conditional UPDATE; a schedule is read again only if it was edited
 meanwhile) and they join the worker pool's line. So a burst of a thousand
@@ -21,9 +21,10 @@ import asyncio
 import heapq
 import itertools
 import logging
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from ..models import Dispatch, Run, RunReason, RunStatus
+from ..models import CATCH_UP_DEFER, Dispatch, Run, RunReason, RunStatus
 from . import claims, queued
 
 if TYPE_CHECKING:
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+ZERO = timedelta(0)
 # A burst of several claim batches; each held run keeps its Run (and schedule) in memory.
 MAX_HELD = 2_000
 
@@ -38,7 +40,7 @@ MAX_HELD = 2_000
 class HeldRuns:
     def __init__(self, scheduler: Scheduler) -> None:
         self._scheduler = scheduler
-        self._line: list[tuple[int, bool, int, Run]] = []  # (-priority, catch-up, arrival, run)
+        self._line: list[tuple[int, datetime, int, Run]] = []  # (-priority, start at, arrival, run)
         self._arrivals = itertools.count()
         self._ids: set[int] = set()
         self._batch: asyncio.Task | None = None
@@ -65,8 +67,10 @@ class HeldRuns:
             or len(self._ids) >= MAX_HELD
         ):
             return False
-        # The start order of RunQuerySet.in_start_order: priority, catch-ups last, arrival.
-        rank = (-run.schedule.priority, run.reason == RunReason.CATCH_UP, next(self._arrivals))
+        # The start order of RunQuerySet.in_start_order: priority, then time, a catch-up
+        # counting as queued CATCH_UP_DEFER later; then arrival.
+        start_at = run.not_before + (CATCH_UP_DEFER if run.reason == RunReason.CATCH_UP else ZERO)
+        rank = (-run.schedule.priority, start_at, next(self._arrivals))
         heapq.heappush(self._line, (*rank, run))
         self._ids.add(run.pk)
         return True

@@ -149,3 +149,22 @@ def test_when_current_slots_fill_every_batch_the_backlog_still_gets_half() -> No
     claimed = [r.schedule_code for r in claim_at(DAY + 10, up_since=DAY, limit=4)]
 
     assert claimed == ["now0", "now1", "back0", "back1"]
+
+
+@pytest.mark.django_db
+def test_under_once_a_queued_catch_up_gives_way_to_a_later_catch_up_of_its_schedule() -> None:
+    """No worker free and the next slot claimed past its grace too (a load beyond the
+    machine): the newer catch-up does the work, the older one is superseded."""
+    from schedules.models import Run
+
+    late_schedules("back", 1, misfire="once")
+    no_worker = claims.WorkerSlots(0, lambda name: True)
+    for seconds in (DAY + 5, DAY + 200):
+        claims.claim_due(
+            now=T0 + timedelta(seconds=seconds), instance_id="back", tasks=registry, limit=500,
+            max_catch_up=100, local_in_flight={}, slots=no_worker,
+        )  # fmt: skip
+
+    runs = list(Run.objects.order_by("pk"))
+    assert [(r.reason, r.status) for r in runs] == [("catch-up", "skipped"), ("catch-up", "queued")]
+    assert runs[0].error.startswith("superseded: the slot of ")

@@ -86,3 +86,12 @@ def test_rows_of_any_model_take_the_keys_of_rows_inserted_before_them() -> None:
     channel = Channel(name="ops", kind="webhook", url="http://127.0.0.1:9/hook")
     insert_rows([channel])
     assert Channel.objects.get(pk=channel.pk).created_at is not None
+
+
+def test_a_row_whose_related_row_was_never_saved_is_refused_not_stored_unlinked() -> None:
+    from schedules.models import Incident, IncidentEvent
+
+    unsaved = Incident(schedule_code="s", task_name="t", kind="late", opened_at=T0)
+    with pytest.raises(ValueError, match="incident of a new IncidentEvent is not saved"):
+        insert_rows([IncidentEvent(incident=unsaved, at=T0, event="late")])
+    assert not IncidentEvent.objects.exists()

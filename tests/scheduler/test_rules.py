@@ -311,23 +311,28 @@ async def test_queued_runs_start_by_priority_then_time(clock, transactional_db) 
     assert await sync_to_async(queue_and_claim_one)() == ["high"]
 
 
-async def test_queued_catch_ups_start_after_the_other_queued_runs_of_their_priority(
+async def test_a_queued_catch_up_starts_as_if_queued_a_minute_later(
     clock, transactional_db
 ) -> None:
-    """A restart's catch-ups are already late; the runs queued since (a manual run, a
-    retry, a slot that found no worker) go first however long the catch-ups waited."""
-    from schedules.models import Run
+    """A restart's catch-ups are already late: the runs queued since (a manual run, a
+    retry, a slot that found no worker) go first, unless the catch-up has waited
+    longer than CATCH_UP_DEFER: under a load that never lets up it still starts."""
+    from schedules.models import CATCH_UP_DEFER, Run
     from schedules.registry import registry
     from schedules.scheduler import claims, queued
 
     behind = await create("behind", "test.echo", every(3600))
     asked = await create("asked", "test.echo", every(3600))
 
-    def queue_and_claim_one():
-        for schedule, reason, minutes in ((behind, "catch-up", 2), (asked, "manual", 1)):
+    def queue_and_claim_one(catch_up_waited: timedelta) -> list[str]:
+        Run.objects.all().delete()
+        for schedule, reason, queued_at in (
+            (behind, "catch-up", T0 - catch_up_waited),
+            (asked, "manual", T0 - timedelta(seconds=1)),
+        ):
             Run.objects.create(
                 schedule=schedule, schedule_code=schedule.code, task_name="test.echo",
-                reason=reason, not_before=T0 - timedelta(minutes=minutes),
+                reason=reason, not_before=queued_at,
             )  # fmt: skip
         runs, _ = queued.claim_queued(
             now=T0, instance_id="s", tasks=registry, limit=10, local_in_flight={},
@@ -335,7 +340,9 @@ async def test_queued_catch_ups_start_after_the_other_queued_runs_of_their_prior
         )  # fmt: skip
         return [run.schedule_code for run in runs]
 
-    assert await sync_to_async(queue_and_claim_one)() == ["asked"]
+    defer = CATCH_UP_DEFER
+    assert await sync_to_async(queue_and_claim_one)(defer - timedelta(seconds=5)) == ["asked"]
+    assert await sync_to_async(queue_and_claim_one)(defer + timedelta(seconds=5)) == ["behind"]
 
 
 async def test_a_one_shot_missed_beyond_its_grace_completes(scheduler, clock) -> None:
