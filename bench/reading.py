@@ -8,6 +8,7 @@ earlier review measured) is set apart and labelled as background.
 
 from __future__ import annotations
 
+from ceiling_report import ceiling_reading
 from formatting import median, table
 from restart_report import restart_reading, restart_targets
 from scale_targets import scale_targets
@@ -268,6 +269,8 @@ def targets_and_reading(facts: dict) -> tuple[str, str]:
         reading.append(takeover_reading(facts["takeover"]))
     if facts.get("restart"):
         reading.append(restart_reading(facts["restart"]))
+    if facts.get("ceiling"):
+        reading.append(ceiling_reading(facts["ceiling"]))
     missed = [row for row in rows if row[2] != MET]
     if missed:
         reading.append(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from ceiling_report import ceiling_section, plot_ceiling
 from common import ROOT
 from formatting import load
 from header import header
@@ -33,7 +34,7 @@ ASSETS = DOCS / "benchmarks"
 
 
 BENCHMARKS = ["next_fire", "scheduler", "scheduler_postgres", "takeover", "restart",
-              "dashboard", "isolation", "live_log", "hostile_input"]  # fmt: skip
+              "ceiling", "dashboard", "isolation", "live_log", "hostile_input"]  # fmt: skip
 
 
 def write_report(results: Path, runs: dict) -> Path:
@@ -58,6 +59,10 @@ def write_report(results: Path, runs: dict) -> Path:
     data = facts["restart"] = documents.get("restart")
     if data:
         sections.append(("Restart after a day down", restart_section(data)))
+    data = facts["ceiling"] = documents.get("ceiling")
+    if data:
+        sections.append(("Sustained ceiling", ceiling_section(data)))
+        plot_ceiling(data, ASSETS / "ceiling.svg")
     data = documents.get("dashboard")
     if data:
         text, facts["dashboard"] = dashboard_section(data)

@@ -600,3 +600,28 @@ def test_what_no_benchmark_measures_yet_is_listed_and_not_met():
     assert len(rows) == 11
     assert all(verdict == "**incomplete: not met**" for _, verdict in rows.values())
     assert any(text.startswith("one million schedules") for text in rows)
+
+
+def ceiling_data(*steps: tuple[float, float, int]) -> dict:
+    """Steps of (rate, p99 ms, slots run of rate × 2)."""
+    return {
+        "settings": {"every_s": 10.0, "first_rate": 100.0, "late_ms": 100.0,
+                     "database": "SQLite", "shape": {"warmup": 1.5, "window": 2.0}},
+        "steps": [{"rate": rate, "schedules": int(rate * 10), "runs": runs,
+                   "expected": int(rate * 2), "p50_ms": p99 / 2, "p99_ms": p99, "max_ms": p99,
+                   "held": p99 < 100 and runs >= rate * 2} for rate, p99, runs in steps],
+    }  # fmt: skip
+
+
+def test_the_ceiling_is_the_highest_rate_that_held_and_is_reported_not_met_until_all_ramped():
+    from ceiling_report import ceiling_reading, ceiling_target
+
+    data = ceiling_data((100, 9.0, 200), (200, 30.0, 400), (400, 60.0, 780), (280, 50.0, 560))
+    _, measured, verdict = ceiling_target(data)
+    assert measured.startswith("SQLite, 1 scheduler: held up to 280 runs/s (p99 50.0 ms)")
+    assert "at 400 runs/s p99 60.0 ms with 780 of 800 slots run" in measured  # a slot not run
+    assert verdict == "**incomplete: not met**"
+    assert "held up to 280 runs/s (2,800 schedules every 10 s" in ceiling_reading(data)
+    assert ceiling_target(None)[1:] == ["not measured in this run", "**incomplete: not met**"]
+    _, measured, _ = ceiling_target(ceiling_data((100, 9.0, 200), (200, 30.0, 400)))
+    assert "the limit was not reached" in measured
