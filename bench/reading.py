@@ -8,6 +8,7 @@ earlier review measured) is set apart and labelled as background.
 
 from __future__ import annotations
 
+from big_burst_report import big_burst_reading
 from ceiling_report import ceiling_reading
 from formatting import median, table
 from restart_report import restart_reading, restart_targets
@@ -271,6 +272,8 @@ def targets_and_reading(facts: dict) -> tuple[str, str]:
         reading.append(restart_reading(facts["restart"]))
     if facts.get("ceiling"):
         reading.append(ceiling_reading(facts["ceiling"]))
+    if facts.get("big_burst"):
+        reading.append(big_burst_reading(facts["big_burst"]))
     missed = [row for row in rows if row[2] != MET]
     if missed:
         reading.append(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from big_burst_report import big_burst_section
 from ceiling_report import ceiling_section, plot_ceiling
 from common import ROOT
 from formatting import load
@@ -33,8 +34,8 @@ TARGET = DOCS / "benchmarks.md"
 ASSETS = DOCS / "benchmarks"
 
 
-BENCHMARKS = ["next_fire", "scheduler", "scheduler_postgres", "takeover", "restart",
-              "ceiling", "dashboard", "isolation", "live_log", "hostile_input"]  # fmt: skip
+BENCHMARKS = ["next_fire", "scheduler", "scheduler_postgres", "takeover", "restart", "ceiling",
+              "big_burst", "dashboard", "isolation", "live_log", "hostile_input"]  # fmt: skip
 
 
 def write_report(results: Path, runs: dict) -> Path:
@@ -63,6 +64,9 @@ def write_report(results: Path, runs: dict) -> Path:
     if data:
         sections.append(("Sustained ceiling", ceiling_section(data)))
         plot_ceiling(data, ASSETS / "ceiling.svg")
+    data = facts["big_burst"] = documents.get("big_burst")
+    if data:
+        sections.append(("A burst of 10,000", big_burst_section(data)))
     data = documents.get("dashboard")
     if data:
         text, facts["dashboard"] = dashboard_section(data)

@@ -31,6 +31,7 @@ BENCHMARKS = [
     "takeover",
     "restart",
     "ceiling",
+    "big_burst",
     "dashboard",
     "live_log",
     "hostile_input",

@@ -625,3 +625,23 @@ def test_the_ceiling_is_the_highest_rate_that_held_and_is_reported_not_met_until
     assert ceiling_target(None)[1:] == ["not measured in this run", "**incomplete: not met**"]
     _, measured, _ = ceiling_target(ceiling_data((100, 9.0, 200), (200, 30.0, 400)))
     assert "the limit was not reached" in measured
+
+
+def test_a_big_burst_is_reported_when_every_run_of_every_repetition_started():
+    from big_burst_report import big_burst_reading, big_burst_target
+
+    def data(*bursts: tuple[int, float | None]) -> dict:
+        return {"settings": {"size": 10_000},
+                "bursts": [{"started": started, "first_s": 0.1, "half_s": 1.0,
+                            "all_started_s": done} for started, done in bursts]}  # fmt: skip
+
+    assert big_burst_target(data((10_000, 4.0), (10_000, 6.5)))[1:] == [
+        "all started within 6.50 s (slowest of 2)",
+        "met",
+    ]
+    assert big_burst_target(data((10_000, 4.0), (9_990, None)))[1:] == [
+        "10,000 + 9,990 of 10,000 started",
+        "**incomplete: not met**",
+    ]
+    assert "(1,538 runs/s)" in big_burst_reading(data((10_000, 4.0), (10_000, 6.5)))
+    assert big_burst_target(None)[2] == "**incomplete: not met**"
