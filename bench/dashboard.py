@@ -1,11 +1,14 @@
 """Dashboard benchmark: the schedules list at 10,000 schedules, beside the Django admin.
 
 Writes 10,000 schedules of mixed status, task (some orphaned), trigger and last
-outcome, with two runs each, into a new SQLite file, then requests each page
+outcome, with two runs each, and one schedule with 100,000 runs of its own
+(a month of one every 30 s), into a new SQLite file, then requests each page
 through Django's full request handling (middleware, view, template) as a
 superuser: the server time of each request and the queries it made. The peer
 is Django's admin changelist over the same records, the page every Django
-project already has. Not a test: nothing here asserts.
+project already has; the schedule page of the busy schedule, the runs page and
+the live log's first render are measured beside the list. Not a test: nothing
+here asserts.
 
     python bench/dashboard.py [--quick] [--json FILE]
 """
@@ -47,10 +50,12 @@ from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 
+from schedules.bulk import insert_rows  # noqa: E402
 from schedules.models import Run, Schedule  # noqa: E402
 from schedules.timing import trigger_from_spec  # noqa: E402
 
 SCHEDULES = 10_000
+BUSY_RUNS = 100_000  # the runs of one schedule (a month of one every 30 s, not quite)
 TASKS = ["demo.heartbeat", "demo.report", "demo.flaky", "demo.slow", "gone.task"]
 TRIGGERS = [
     {"kind": "interval", "every": 60},
@@ -66,6 +71,14 @@ PAGES = {
     "list, search": ("/?q=nightly-1", {}),
     "list, status filter": ("/?status=paused", {}),
     "list, table only (htmx)": ("/?page=2", {"HX-Request": "true"}),
+    "schedule page, 100,000 runs": ("/schedules/{busy}/", {}),
+    "schedule page, its runs page 100 (htmx)": (
+        "/schedules/{busy}/?page=100",
+        {"HX-Request": "true"},
+    ),
+    "runs page": ("/runs/", {}),
+    "runs page, the busy schedule's failures": ("/runs/?schedule=busy&status=failed", {}),
+    "live log, first render": ("/live/", {}),
     "admin changelist, page 1": ("/admin/schedules/schedule/", {}),
     "admin changelist, page 100": ("/admin/schedules/schedule/?p=100", {}),
     "admin changelist, search": ("/admin/schedules/schedule/?q=nightly-1", {}),
@@ -117,6 +130,27 @@ def populate() -> None:
                 )  # fmt: skip
             )
     Run.objects.bulk_create(runs, batch_size=2000)
+    busy = Schedule.objects.create(
+        code="busy", task_name=TASKS[0], trigger={"kind": "interval", "every": 30},
+        next_run_at=now + timedelta(seconds=30), run_count=BUSY_RUNS,
+    )  # fmt: skip
+    history = []
+    for back in range(BUSY_RUNS, 0, -1):
+        started = now - timedelta(seconds=30 * back)
+        history.append(
+            Run(
+                schedule_id=busy.pk,
+                schedule_code="busy",
+                task_name=busy.task_name,
+                status="failed" if back % 50 == 0 else "succeeded",
+                reason="scheduled",
+                slot=started,
+                queued_at=started,
+                started_at=started,
+                finished_at=started + timedelta(seconds=1),
+            )  # fmt: skip
+        )
+    insert_rows(history)
     get_user_model().objects.create_superuser("bench", "bench@example.invalid", "not-used-1x")
 
 
@@ -149,15 +183,16 @@ def main() -> None:
     client = Client()
     client.force_login(get_user_model().objects.get(username="bench"))
     pages = {}
+    busy = Schedule.objects.get(code="busy").pk
     for name, (url, headers) in PAGES.items():
-        pages[name] = row = measure(client, url, headers, repeats)
+        pages[name] = row = measure(client, url.format(busy=busy), headers, repeats)
         ms, queries = row["server_ms"], row["queries"]
         print(
             f"  {name:34} {ms['median']:7.1f} ms [{ms['min']:.1f}-{ms['max']:.1f}]  "
             f"{queries['median']:.0f} queries  {row['bytes'] / 1024:.0f} KB",
             flush=True,
         )
-    settings = {"schedules": SCHEDULES, "runs": 2 * SCHEDULES, "repeats": repeats,
+    settings = {"schedules": SCHEDULES + 1, "runs": 2 * SCHEDULES + BUSY_RUNS, "repeats": repeats,
                 "database": "SQLite (WAL)", "quick": args.quick}  # fmt: skip
     write_results(args.json, "dashboard", settings, {"pages": pages})
 

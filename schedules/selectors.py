@@ -7,12 +7,13 @@ module holds the ones that combine several. Nothing here writes.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
 from django.db import connection
-from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models import Case, Count, F, Q, QuerySet, Sum, Value, When
 from django.db.models.functions import Coalesce
 
 from .choices import ERROR_OUTCOMES, FINISHED, RunStatus, ScheduleStatus
@@ -328,11 +329,58 @@ def _moment(value: object) -> datetime | None:
     return datetime.fromisoformat(str(value)).replace(tzinfo=UTC)
 
 
-def run_history(schedule: Schedule, *, since: datetime) -> list[tuple]:
-    """(status, slot, started_at, finished_at, queued_at) of a schedule's finished runs
-    queued since `since` (run_history_idx): the schedule page's charts over time."""
-    return list(
-        Run.objects.filter(schedule=schedule, queued_at__gte=since, status__in=FINISHED)
-        .order_by()
-        .values_list("status", "slot", "started_at", "finished_at", "queued_at")
+# Runs read for the schedule page's percentiles, at most: beyond, every k-th run by id.
+HISTORY_SAMPLE = 3_000
+
+
+@dataclass
+class RunHistory:
+    """A schedule's finished runs since some time, for the schedule page's charts."""
+
+    counts: dict[date, tuple[int, int, int]]  # day -> (runs, succeeded, errors), exact
+    rows: list[tuple]  # (status, slot, started_at, finished_at, queued_at): all, or a sample
+    every: int  # 1: every run; k: every k-th (by id), for the percentiles only
+
+
+def run_history(schedule: Schedule, *, days: list[date], zone: tzinfo) -> RunHistory:
+    """A schedule's finished runs over `days` (in `zone`, oldest first), counted per
+    day by the database, and the runs behind the percentiles (run_history_idx): two
+    queries however many runs. A schedule that runs every second keeps 2.6 million in
+    30 days if its retention allows; reading 100,000 took 0.8 s of the page.
+
+    The day of a run is found by comparing its time with each day's start, computed
+    here (DST included): a date function of the database's would run in Python per
+    row on SQLite (Django's time zone support there), as slow as reading them.
+    """
+    starts = [datetime.combine(day, time.min, tzinfo=zone) for day in days]
+    starts.append(datetime.combine(days[-1] + timedelta(days=1), time.min, tzinfo=zone))
+    runs = Run.objects.filter(
+        schedule=schedule, queued_at__gte=starts[0] - timedelta(days=1), status__in=FINISHED
+    ).order_by()
+    moment = Coalesce("started_at", "queued_at")
+    index = Case(
+        When(moment__lt=starts[0], then=Value(-1)),
+        *(When(moment__lt=end, then=Value(i)) for i, end in enumerate(starts[1:])),
+        default=Value(-1),
     )
+    decided_errors = [s for s in ERROR_OUTCOMES if s != RunStatus.INTERRUPTED]
+    per_day = (
+        runs.alias(moment=moment)
+        .annotate(day_index=index)
+        .values("day_index")
+        .annotate(
+            runs=Count("pk"),
+            succeeded=Count("pk", filter=Q(status=RunStatus.SUCCEEDED)),
+            errors=Count("pk", filter=Q(status__in=decided_errors)),
+        )
+    )
+    counts = {
+        days[row["day_index"]]: (row["runs"], row["succeeded"], row["errors"])
+        for row in per_day
+        if row["day_index"] >= 0
+    }
+    every = max(1, math.ceil(sum(n for n, _, _ in counts.values()) / HISTORY_SAMPLE))
+    if every > 1:
+        runs = runs.alias(nth=F("id") % every).filter(nth=0)
+    fields = ("status", "slot", "started_at", "finished_at", "queued_at")
+    return RunHistory(counts, list(runs.values_list(*fields)), every)

@@ -130,12 +130,21 @@ def percentile(values: list[float], q: float) -> float | None:
     return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
 
 
-def daily(rows: list[tuple], *, days: int, today: date, zone: tzinfo) -> list[Day]:
+def daily(
+    rows: list[tuple],
+    *,
+    days: int,
+    today: date,
+    zone: tzinfo,
+    counts: dict[date, tuple[int, int, int]] | None = None,
+) -> list[Day]:
     """Per day in `zone`, oldest first: runs, success rate, duration and lateness p50/p95.
 
     `rows` are (status, slot, started_at, finished_at, queued_at). Skipped,
     cancelled and interrupted runs count as runs; the rate is successes among
-    the runs that ran to an outcome (succeeded, failed, timed out).
+    the runs that ran to an outcome (succeeded, failed, timed out). With `counts`
+    (day -> runs, succeeded, errors, counted by the database) the rows are a sample
+    that only the percentiles read.
     """
     first = today - timedelta(days=days - 1)
     buckets = {first + timedelta(days=i): Day(first + timedelta(days=i)) for i in range(days)}
@@ -146,16 +155,19 @@ def daily(rows: list[tuple], *, days: int, today: date, zone: tzinfo) -> list[Da
         bucket = buckets.get(day)
         if bucket is None:
             continue
-        bucket.runs += 1
-        if status == RunStatus.SUCCEEDED:
-            bucket.succeeded += 1
-        elif status in ERROR_OUTCOMES and status != RunStatus.INTERRUPTED:
-            bucket.errors += 1
+        if counts is None:
+            bucket.runs += 1
+            if status == RunStatus.SUCCEEDED:
+                bucket.succeeded += 1
+            elif status in ERROR_OUTCOMES and status != RunStatus.INTERRUPTED:
+                bucket.errors += 1
         if started and finished:
             durations[day].append((finished - started).total_seconds())
         if started and slot:
             lateness[day].append(max(0.0, (started - slot).total_seconds()))
     for day, bucket in buckets.items():
+        if counts is not None:
+            bucket.runs, bucket.succeeded, bucket.errors = counts.get(day, (0, 0, 0))
         decided = bucket.succeeded + bucket.errors
         bucket.rate = 100 * bucket.succeeded / decided if decided else None
         bucket.p50, bucket.p95 = percentile(durations[day], 50), percentile(durations[day], 95)
@@ -246,10 +258,21 @@ def line_chart(days: list[Day], *, label: str, low: str, high: str) -> DayChart:
     return DayChart(label, "s", top, [], series, days[0].day, days[-1].day)
 
 
-def history_charts(rows: list[tuple], *, now: datetime, zone: tzinfo, days: int = 30) -> dict:
-    """The schedule page's charts over `days` days, and the numbers behind them."""
-    table = daily(rows, days=days, today=now.astimezone(zone).date(), zone=zone)
+def history_charts(
+    rows: list[tuple],
+    *,
+    now: datetime,
+    zone: tzinfo,
+    days: int = 30,
+    counts: dict[date, tuple[int, int, int]] | None = None,
+    every: int = 1,
+) -> dict:
+    """The schedule page's charts over `days` days, and the numbers behind them
+    (`counts` and `every`: see `daily` and selectors.run_history)."""
+    today = now.astimezone(zone).date()
+    table = daily(rows, days=days, today=today, zone=zone, counts=counts)
     return {
+        "every": every,
         "days": table,
         "has_runs": any(day.runs for day in table),
         "rate": rate_chart(table),

@@ -109,3 +109,50 @@ def test_the_schedule_page_charts_30_days_with_a_table(client, viewer) -> None:
     assert "3.000 / 3.000 s" in html  # duration p50 / p95
     assert "2.000 / 2.000 s" in html  # lateness
     assert sum("schedules_run" in q["sql"] for q in queries.captured_queries) < 10
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("zone_name", ["UTC", "America/New_York"])
+def test_the_days_are_counted_by_the_database_and_the_percentiles_read_a_bounded_sample(
+    zone_name, monkeypatch
+) -> None:
+    """A schedule with more runs in its 30 days than the sample: every day's runs and
+    success rate are the full count (as counting every row in Python gave), in the
+    operator's zone; the rows read for the percentiles stay within the sample."""
+    from zoneinfo import ZoneInfo
+
+    from schedules import selectors
+    from schedules.bulk import insert_rows
+    from schedules.scheduler.records import new_run
+
+    monkeypatch.setattr(selectors, "HISTORY_SAMPLE", 40)
+    zone = ZoneInfo(zone_name)
+    schedule = make_schedule("busy", "test.echo", every(60))
+    runs = []
+    for i in range(300):  # across the last 5 days, some errors, some skipped
+        at = T - timedelta(minutes=23 * i)
+        run = new_run(schedule, reason="scheduled", slot=at, now=at)
+        run.status = ["succeeded", "succeeded", "failed", "skipped", "timed_out"][i % 5]
+        run.started_at, run.finished_at = at + timedelta(seconds=i % 7), at + timedelta(seconds=9)
+        runs.append(run)
+    insert_rows(runs)
+
+    with CaptureQueriesContext(connection) as queries:
+        today = T.astimezone(zone).date()
+        days = [today - timedelta(days=back) for back in range(29, -1, -1)]
+        history = selectors.run_history(schedule, days=days, zone=zone)
+    assert len(queries) == 2
+    assert history.every == 8 and len(history.rows) <= 300 // 8 + 1
+
+    everything = list(
+        Run.objects.filter(schedule=schedule).values_list(
+            "status", "slot", "started_at", "finished_at", "queued_at"
+        )
+    )
+    counted = daily(history.rows, days=30, today=today, zone=zone, counts=history.counts)
+    walked = daily(everything, days=30, today=today, zone=zone)
+    assert [(d.day, d.runs, d.succeeded, d.errors, d.rate) for d in counted] == [
+        (d.day, d.runs, d.succeeded, d.errors, d.rate) for d in walked
+    ]
+    assert sum(d.runs for d in counted) == 300
+    assert all(d.p95 is not None for d in counted if d.runs)

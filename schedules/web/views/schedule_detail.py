@@ -41,11 +41,17 @@ def schedule_detail(request: HttpRequest, pk: int) -> HttpResponse:
     )
     bars, longest = duration_bars(list(runs.object_list))
     now = timezone.now()
+    zone = timezone.get_current_timezone()
+    today = now.astimezone(zone).date()
+    days = [today - timedelta(days=back) for back in range(HISTORY_DAYS - 1, -1, -1)]
+    runs_since = run_history(schedule, days=days, zone=zone)
     history = history_charts(
-        run_history(schedule, since=now - timedelta(days=HISTORY_DAYS)),
+        runs_since.rows,
         now=now,
-        zone=timezone.get_current_timezone(),
+        zone=zone,
         days=HISTORY_DAYS,
+        counts=runs_since.counts,
+        every=runs_since.every,
     )
     timeout = schedule.effective_timeout
     if schedule.timeout is None:
