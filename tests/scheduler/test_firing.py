@@ -147,6 +147,28 @@ def test_the_due_query_reads_the_due_index_not_every_schedule_of_a_task(db) -> N
     assert "schedule_due_idx" in plan, plan
 
 
+@pytest.mark.sqlite
+def test_in_flight_counts_read_the_running_runs_not_every_run_a_schedule_kept(db) -> None:
+    """Each claim counts the schedule's running runs (max_instances); with retention
+    raised a schedule keeps 100,000 runs, which the count must not read."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from schedules.models import Run
+
+    def plan_of(read) -> str:
+        with CaptureQueriesContext(connection) as captured:
+            read()
+        sql = captured.captured_queries[-1]["sql"]
+        with connection.cursor() as cursor:
+            cursor.execute(f"EXPLAIN QUERY PLAN {sql}")
+            return " ".join(str(row) for row in cursor.fetchall())
+
+    assert "run_running_idx" in plan_of(lambda: Run.objects.running_counts([1, 2]))
+    queued = plan_of(lambda: Run.objects.queued().filter(schedule_id=1).count())
+    assert "run_queued_schedule_idx" in queued
+
+
 async def test_a_pass_reads_the_queue_only_when_it_may_have_changed(
     scheduler, clock, monkeypatch
 ) -> None:
