@@ -188,6 +188,27 @@ def test_the_live_log_loads_recent_events(client, viewer, schedule) -> None:
     assert f"&amp;schedule={schedule.pk}" in html
 
 
+def test_past_a_few_hundred_schedules_the_live_log_filters_by_a_typed_code(
+    client, viewer, schedule, monkeypatch
+) -> None:
+    """A menu of every schedule grows the page with them; past PICKER_MAX it is a box
+    for a code, and a code no schedule has says so and shows every run."""
+    from schedules.web.views import live
+
+    make_schedule("other", "test.echo", every(60))
+    monkeypatch.setattr(live, "PICKER_MAX", 1)
+    client.force_login(viewer)
+    html = client.get("/live/").content.decode()
+    assert 'name="code"' in html and '<select name="schedule"' not in html
+    html = client.get("/live/?code=nightly").content.decode()
+    assert f"&amp;schedule={schedule.pk}" in html and 'value="nightly"' in html
+    html = client.get("/live/?code=nope").content.decode()
+    assert "No schedule has the code “nope”: showing every one." in html
+    assert "&amp;schedule=" not in html
+    monkeypatch.setattr(live, "PICKER_MAX", 200)
+    assert '<select name="schedule"' in client.get("/live/").content.decode()
+
+
 def test_admin_actions_call_the_services(client, owner) -> None:
     schedule = make_schedule("a", "test.echo", every(60))
     client.force_login(owner)
