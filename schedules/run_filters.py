@@ -42,8 +42,9 @@ LIST_FIELDS = (
 )  # fmt: skip
 
 
-def _text(value: object) -> str:
-    # PostgreSQL text cannot hold NUL; longer than any code or task name is pointless.
+def clean_text(value: object) -> str:
+    """A query parameter as text for a filter: no NUL (PostgreSQL text cannot hold it),
+    trimmed, and no longer than any code or task name."""
     return str(value or "").replace("\x00", "").strip()[:MAX_TEXT]
 
 
@@ -68,27 +69,27 @@ class RunFilters:
         getlist = getattr(params, "getlist", None)
         raw = getlist("status") if getlist else params.get("status") or []
         for status in [raw] if isinstance(raw, str) else raw:
-            status = _text(status)
+            status = clean_text(status)
             if status in (*RunStatus.values, ERRORS):
                 found.statuses.append(status)
             elif status:
                 found.problems.append(f"unknown status {status!r}")
-        found.task = _text(params.get("task"))
-        found.schedule = _text(params.get("schedule"))
-        reason = _text(params.get("reason"))
+        found.task = clean_text(params.get("task"))
+        found.schedule = clean_text(params.get("schedule"))
+        reason = clean_text(params.get("reason"))
         if reason in RunReason.values:
             found.reason = reason
         elif reason:
             found.problems.append(f"unknown reason {reason!r}")
-        found.search = _text(params.get("q"))
-        window = _text(params.get("window"))
+        found.search = clean_text(params.get("q"))
+        window = clean_text(params.get("window"))
         if window in WINDOWS:
             found.window = window
             found.since = now - timedelta(seconds=WINDOWS[window])
         elif window:
             found.problems.append(f"unknown time window {window!r} ({', '.join(WINDOWS)})")
         for name in ("since", "until"):
-            text = _text(params.get(name))
+            text = clean_text(params.get(name))
             if not text or (name == "since" and found.since):
                 continue
             try:

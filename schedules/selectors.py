@@ -329,8 +329,11 @@ def _moment(value: object) -> datetime | None:
     return datetime.fromisoformat(str(value)).replace(tzinfo=UTC)
 
 
-# Runs read for the schedule page's percentiles, at most: beyond, every k-th run by id.
+# Runs read for the schedule page's percentiles, about: beyond, about one run in k.
 HISTORY_SAMPLE = 3_000
+# The sample's draw: an id times a prime, modulo a larger prime (ids past 10**15 would
+# overflow SQLite's 64-bit integers).
+SCRAMBLE, SCRAMBLE_MOD = 7_919, 10_007
 
 
 @dataclass
@@ -339,7 +342,7 @@ class RunHistory:
 
     counts: dict[date, tuple[int, int, int]]  # day -> (runs, succeeded, errors), exact
     rows: list[tuple]  # (status, slot, started_at, finished_at, queued_at): all, or a sample
-    every: int  # 1: every run; k: every k-th (by id), for the percentiles only
+    every: int  # 1: every run; k: about one run in k, for the percentiles only
 
 
 def run_history(schedule: Schedule, *, days: list[date], zone: tzinfo) -> RunHistory:
@@ -380,7 +383,19 @@ def run_history(schedule: Schedule, *, days: list[date], zone: tzinfo) -> RunHis
         if row["day_index"] >= 0
     }
     every = max(1, math.ceil(sum(n for n, _, _ in counts.values()) / HISTORY_SAMPLE))
-    if every > 1:
-        runs = runs.alias(nth=F("id") % every).filter(nth=0)
     fields = ("status", "slot", "started_at", "finished_at", "queued_at")
-    return RunHistory(counts, list(runs.values_list(*fields)), every)
+    if every == 1:
+        return RunHistory(counts, list(runs.values_list(*fields)), every)
+    # About one run in k. Not every k-th id: ids interleave in patterns (schedules that
+    # fire together, a run and its retry) that every k-th would follow, or miss whole.
+    drawn = runs.alias(nth=(F("id") * SCRAMBLE) % SCRAMBLE_MOD)
+    rows = list(drawn.filter(nth__lt=SCRAMBLE_MOD // every).values_list(*fields))
+    # A day with few runs may draw none: its runs are read whole, so it has percentiles.
+    sampled = {(started or queued).astimezone(zone).date() for *_, started, _, queued in rows}
+    thin = Q()
+    for i, day in enumerate(days):
+        if counts.get(day, (0,))[0] and day not in sampled:
+            thin |= Q(moment__gte=starts[i], moment__lt=starts[i + 1])
+    if thin:
+        rows += runs.alias(moment=moment).filter(thin).values_list(*fields)
+    return RunHistory(counts, rows, every)

@@ -205,8 +205,11 @@ def test_past_a_few_hundred_schedules_the_live_log_filters_by_a_typed_code(
     html = client.get("/live/?code=nope").content.decode()
     assert "No schedule has the code “nope”: showing every one." in html
     assert "&amp;schedule=" not in html
+    assert 'value="nightly"' in client.get(f"/live/?schedule={schedule.pk}").content.decode()
+    assert client.get("/live/?code=a%00b").status_code == 200  # PostgreSQL text holds no NUL
     monkeypatch.setattr(live, "PICKER_MAX", 200)
     assert '<select name="schedule"' in client.get("/live/").content.decode()
+    assert "No schedule has the code “nope”" in client.get("/live/?code=nope").content.decode()
 
 
 def test_admin_actions_call_the_services(client, owner) -> None:

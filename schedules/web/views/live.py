@@ -9,6 +9,7 @@ from django.views.decorators.http import require_GET
 
 from ... import selectors
 from ...models import Schedule
+from ...run_filters import clean_text
 from .. import access
 from ..params import parse_id
 
@@ -22,11 +23,13 @@ PICKER_MAX = 200
 def live_log(request: HttpRequest) -> HttpResponse:
     access.require(request, access.VIEW)
     schedule_id = parse_id(request.GET.get("schedule", ""))
-    code = request.GET.get("code", "").strip()[:200]
+    code = clean_text(request.GET.get("code"))
     unknown = ""
     if schedule_id is None and code:
         schedule_id = Schedule.objects.filter(code=code).values_list("pk", flat=True).first()
         unknown = "" if schedule_id else f"No schedule has the code “{code}”: showing every one."
+    elif schedule_id is not None:  # the box shows the filter a link or the menu chose
+        code = Schedule.objects.filter(pk=schedule_id).values_list("code", flat=True).first() or ""
     picker = list(Schedule.objects.order_by("code").values_list("pk", "code")[: PICKER_MAX + 1])
     context = {
         "since": timezone.now().isoformat(),
