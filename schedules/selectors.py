@@ -348,7 +348,7 @@ class RunHistory:
 def run_history(schedule: Schedule, *, days: list[date], zone: tzinfo) -> RunHistory:
     """A schedule's finished runs over `days` (in `zone`, oldest first), counted per
     day by the database, and the runs behind the percentiles (run_history_idx): two
-    queries however many runs. A schedule that runs every second keeps 2.6 million in
+    or three queries however many runs. A schedule that runs every second keeps 2.6 million in
     30 days if its retention allows; reading 100,000 took 0.8 s of the page.
 
     The day of a run is found by comparing its time with each day's start, computed
