@@ -13,7 +13,6 @@ records (quick: 1; full: 3).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 import sys
@@ -27,33 +26,18 @@ from scheduler_systems import (  # noqa: E402
     WORKDIR,
     Plan,
     executions,
-    run_sillo,
+    setup_seconds,
+    sillo_until,
     worker_schedule_rows,
 )
 
 SIZE = 10_000
 REPEATS = {"quick": 1, "full": 3}
 LIMIT = 120.0  # seconds after the slot to wait for the last run before giving up
-# The process's start and the records, before the slot: as bench/scheduler.py allows.
-SETUP_BASE, SETUP_PER_SCHEDULE = 3.5, 5e-5
-
-
-def child(slot: float, size: int) -> dict:
-    async def phases(ready: float) -> None:
-        found["ready"] = ready
-        while time.time() < slot + LIMIT:
-            if time.time() > slot and len(executions) >= size:
-                break
-            await asyncio.sleep(0.1)
-
-    found: dict = {}
-    asyncio.run(run_sillo(Plan({}), phases))
-    found["executions"] = list(executions)
-    return found
 
 
 def one_burst(size: int) -> dict:
-    slot = time.time() + SETUP_BASE + size * SETUP_PER_SCHEDULE + 1.0
+    slot = time.time() + setup_seconds("sillo", size) + 1.0
     worker_schedule_rows(Plan({f"b{i}": (slot, 86_400.0) for i in range(size)}))
     report = WORKDIR / "big_burst.json"
     subprocess.run([sys.executable, __file__, "--child", str(slot), str(size), str(report)],
@@ -75,7 +59,11 @@ def main() -> None:
     args = parser.parse_args()
     if args.child:
         slot, size, out = float(args.child[0]), int(args.child[1]), Path(args.child[2])
-        out.write_text(json.dumps(child(slot, size)))
+
+        def started_all() -> bool:
+            return time.time() > slot and len(executions) >= size
+
+        out.write_text(json.dumps(sillo_until(slot + LIMIT, started_all)))
         return
     repeats = REPEATS["quick" if args.quick else "full"]
     bursts = []

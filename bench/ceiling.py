@@ -16,7 +16,6 @@ rate that held. PostgreSQL and several schedulers are not ramped here (yet).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 import sys
@@ -29,8 +28,8 @@ from common import benchmark_options, percentile, write_results  # noqa: E402
 from scheduler_systems import (  # noqa: E402
     WORKDIR,
     Plan,
-    executions,
-    run_sillo,
+    setup_seconds,
+    sillo_until,
     worker_schedule_rows,
 )
 
@@ -39,29 +38,15 @@ FIRST_RATE = 100.0
 MAX_RATE = 6_400.0
 LATE_MS = 100.0
 SHAPE = {"quick": {"warmup": 1.5, "window": 2.0}, "full": {"warmup": 3.0, "window": 10.0}}
-# The process's start (Python, Django, the worker pool) and the records, before the
-# first slot: as bench/scheduler.py allows for its own runs.
-SETUP_BASE, SETUP_PER_SCHEDULE = 3.5, 5e-5
 
 
 def anchors(n: int, first: float) -> list[float]:
     return [first + EVERY * i / n for i in range(n)]
 
 
-def child(until: float) -> dict:
-    async def phases(ready: float) -> None:
-        found["ready"] = ready
-        await asyncio.sleep(max(0.0, until - time.time()))
-
-    found: dict = {}
-    asyncio.run(run_sillo(Plan({}), phases))
-    found["executions"] = list(executions)
-    return found
-
-
 def one_rate(rate: float, shape: dict) -> dict:
     n = round(rate * EVERY)
-    first = time.time() + SETUP_BASE + n * SETUP_PER_SCHEDULE
+    first = time.time() + setup_seconds("sillo", n)
     plan = Plan({f"s{i}": (at, EVERY) for i, at in enumerate(anchors(n, first))})
     worker_schedule_rows(plan)
     begin = first + shape["warmup"]
@@ -95,7 +80,7 @@ def main() -> None:
     parser.add_argument("--child", nargs=2, help="internal")
     args = parser.parse_args()
     if args.child:
-        Path(args.child[1]).write_text(json.dumps(child(float(args.child[0]))))
+        Path(args.child[1]).write_text(json.dumps(sillo_until(float(args.child[0]))))
         return
     shape = SHAPE["quick" if args.quick else "full"]
     steps, rate = [], FIRST_RATE

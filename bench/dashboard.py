@@ -52,6 +52,7 @@ from django.test.utils import CaptureQueriesContext  # noqa: E402
 
 from schedules.bulk import insert_rows  # noqa: E402
 from schedules.models import Run, Schedule  # noqa: E402
+from schedules.scheduler.records import new_run  # noqa: E402
 from schedules.timing import trigger_from_spec  # noqa: E402
 
 SCHEDULES = 10_000
@@ -112,46 +113,29 @@ def populate() -> None:
             )
         )
     Schedule.objects.bulk_create(schedules, batch_size=2000)
-    runs = []
-    for schedule in Schedule.objects.only("id", "code", "task_name"):
-        for back in (1, 2):
-            started = now - timedelta(minutes=back)
-            runs.append(
-                Run(
-                    schedule_id=schedule.pk,
-                    schedule_code=schedule.code,
-                    task_name=schedule.task_name,
-                    status="succeeded",
-                    reason="scheduled",
-                    slot=started,
-                    queued_at=started,
-                    started_at=started,
-                    finished_at=started + timedelta(seconds=1),
-                )  # fmt: skip
-            )
-    Run.objects.bulk_create(runs, batch_size=2000)
+    runs = [
+        finished_run(schedule, now - timedelta(minutes=back))
+        for schedule in Schedule.objects.all()
+        for back in (1, 2)
+    ]
     busy = Schedule.objects.create(
         code="busy", task_name=TASKS[0], trigger={"kind": "interval", "every": 30},
         next_run_at=now + timedelta(seconds=30), run_count=BUSY_RUNS,
     )  # fmt: skip
-    history = []
-    for back in range(BUSY_RUNS, 0, -1):
-        started = now - timedelta(seconds=30 * back)
-        history.append(
-            Run(
-                schedule_id=busy.pk,
-                schedule_code="busy",
-                task_name=busy.task_name,
-                status="failed" if back % 50 == 0 else "succeeded",
-                reason="scheduled",
-                slot=started,
-                queued_at=started,
-                started_at=started,
-                finished_at=started + timedelta(seconds=1),
-            )  # fmt: skip
-        )
-    insert_rows(history)
+    runs += [
+        finished_run(busy, now - timedelta(seconds=30 * back), "failed" if back % 50 == 0 else "")
+        for back in range(BUSY_RUNS, 0, -1)
+    ]
+    insert_rows(runs)
     get_user_model().objects.create_superuser("bench", "bench@example.invalid", "not-used-1x")
+
+
+def finished_run(schedule: Schedule, started: datetime, status: str = "") -> Run:
+    """A scheduled run of `schedule` that started at `started` and took a second."""
+    run = new_run(schedule, reason="scheduled", slot=started, now=started)
+    run.status = status or "succeeded"
+    run.started_at, run.finished_at = started, started + timedelta(seconds=1)
+    return run
 
 
 def measure(client: Client, url: str, headers: dict, repeats: int) -> dict:

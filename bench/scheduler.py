@@ -50,7 +50,14 @@ from common import (  # noqa: E402
     write_results,
 )
 from django.db import connection  # noqa: E402
-from scheduler_systems import DURABILITY, SYSTEMS, WORKDIR, Plan, executions  # noqa: E402
+from scheduler_systems import (  # noqa: E402
+    DURABILITY,
+    SYSTEMS,
+    WORKDIR,
+    Plan,
+    executions,
+    setup_seconds,
+)
 
 RATE = 100.0  # steady runs per second, whatever the number of schedules
 BURST = 1_000  # schedules due at the same instant in each burst
@@ -112,26 +119,10 @@ class Timeline:
 QUICK_ONLY_AT = {"naive": 10_000, "poll": 10_000, "sillo-inline": 10_000}
 
 
-# Seconds each system takes to be set up, per schedule (measured at 100,000:
-# records written in this process, or jobs added in the child), with room.
-SETUP_PER_SCHEDULE = {
-    "sillo": 5e-5,
-    "sillo-inline": 5e-5,
-    "naive": 5e-5,
-    "poll": 5e-5,
-    "apscheduler3-memory": 5e-5,
-    "apscheduler3-sqlalchemy": 1e-4,
-}
-# Seconds a system's process takes to start whatever its size (Python, Django, a fork
-# server set up with Django): 2 s left Sillo Dash's steady windows unmeasured at 1,000
-# schedules on a busy 2-core VM (its first slot came before it was ready).
-SETUP_BASE = 3.5
-
-
 def timeline_for(system: str, n: int, shape: Shape) -> Timeline:
     """The first steady slot comes after setup, the child's start and the idle phase."""
     schedules = n + shape.bursts * BURST
-    setup = SETUP_BASE + schedules * SETUP_PER_SCHEDULE.get(system, 1e-4)
+    setup = setup_seconds(system, schedules)
     idle = 0.5 + (shape.idle_windows * shape.idle_window if n == IDLE_AT else 0.0)
     first = time.time() + setup + idle
     burst_at = first + shape.warmup + shape.windows * shape.window + 0.5

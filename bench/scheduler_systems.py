@@ -253,6 +253,42 @@ async def run_sillo(plan: Plan, phases: Phases) -> None:
     await loop_task
 
 
+def sillo_until(until: float, enough: Callable[[], bool] = lambda: False) -> dict:
+    """In a benchmark's child process: this project's scheduler over the records
+    written, until `until` or until `enough()`; when it was ready, and what it ran."""
+
+    async def phases(ready: float) -> None:
+        found["ready"] = ready
+        while time.time() < until and not enough():
+            await asyncio.sleep(min(0.1, max(0.0, until - time.time())))
+
+    found: dict = {}
+    asyncio.run(run_sillo(Plan({}), phases))
+    found["executions"] = list(executions)
+    return found
+
+
+# Seconds each system takes to be set up, per schedule (measured at 100,000:
+# records written in this process, or jobs added in the child), with room.
+SETUP_PER_SCHEDULE = {
+    "sillo": 5e-5,
+    "sillo-inline": 5e-5,
+    "naive": 5e-5,
+    "poll": 5e-5,
+    "apscheduler3-memory": 5e-5,
+    "apscheduler3-sqlalchemy": 1e-4,
+}
+# Seconds a system's process takes to start whatever its size (Python, Django, a fork
+# server set up with Django): 2 s left Sillo Dash's steady windows unmeasured at 1,000
+# schedules on a busy 2-core VM (its first slot came before it was ready).
+SETUP_BASE = 3.5
+
+
+def setup_seconds(system: str, schedules: int) -> float:
+    """How long after writing its records a system's child may take to be ready."""
+    return SETUP_BASE + schedules * SETUP_PER_SCHEDULE.get(system, 1e-4)
+
+
 async def _run_aps(plan: Plan, phases: Phases, jobstore) -> None:
     from apscheduler.jobstores.memory import MemoryJobStore
     from apscheduler.schedulers.asyncio import AsyncIOScheduler

@@ -288,27 +288,32 @@ async def test_a_paused_schedules_retry_waits_and_runs_after_resume(scheduler, c
     assert [r.status for r in await runs_of("flaky")] == [RunStatus.FAILED, RunStatus.FAILED]
 
 
-async def test_queued_runs_start_by_priority_then_time(clock, transactional_db) -> None:
+def queue_and_claim_one(queued_runs: list[tuple]) -> list[str]:
+    """Queue (schedule, reason, not_before) runs, then claim with one worker free:
+    the schedule codes of the runs that started."""
     from schedules.models import Run
     from schedules.registry import registry
     from schedules.scheduler import claims, queued
 
+    Run.objects.all().delete()
+    for schedule, reason, not_before in queued_runs:
+        Run.objects.create(
+            schedule=schedule, schedule_code=schedule.code, task_name="test.echo",
+            reason=reason, not_before=not_before,
+        )  # fmt: skip
+    runs, _ = queued.claim_queued(
+        now=T0, instance_id="s", tasks=registry, limit=10, local_in_flight={},
+        slots=claims.WorkerSlots(1, lambda name: True),
+    )  # fmt: skip
+    return [run.schedule_code for run in runs]
+
+
+async def test_queued_runs_start_by_priority_then_time(clock, transactional_db) -> None:
     low = await create("low", "test.echo", every(3600), priority=-10)
     high = await create("high", "test.echo", every(3600), priority=20)
-
-    def queue_and_claim_one():
-        for schedule, minutes in ((low, 2), (high, 1)):  # the low one waited longer
-            Run.objects.create(
-                schedule=schedule, schedule_code=schedule.code, task_name="test.echo",
-                reason="manual", not_before=T0 - timedelta(minutes=minutes),
-            )  # fmt: skip
-        runs, _ = queued.claim_queued(
-            now=T0, instance_id="s", tasks=registry, limit=10, local_in_flight={},
-            slots=claims.WorkerSlots(1, lambda name: True),
-        )  # fmt: skip
-        return [run.schedule_code for run in runs]
-
-    assert await sync_to_async(queue_and_claim_one)() == ["high"]
+    waited = [(low, "manual", T0 - timedelta(minutes=2)),  # the low one waited longer
+              (high, "manual", T0 - timedelta(minutes=1))]  # fmt: skip
+    assert await sync_to_async(queue_and_claim_one)(waited) == ["high"]
 
 
 async def test_a_queued_catch_up_starts_as_if_queued_a_minute_later(
@@ -317,32 +322,17 @@ async def test_a_queued_catch_up_starts_as_if_queued_a_minute_later(
     """A restart's catch-ups are already late: the runs queued since (a manual run, a
     retry, a slot that found no worker) go first, unless the catch-up has waited
     longer than CATCH_UP_DEFER: under a load that never lets up it still starts."""
-    from schedules.models import CATCH_UP_DEFER, Run
-    from schedules.registry import registry
-    from schedules.scheduler import claims, queued
+    from schedules.models import CATCH_UP_DEFER
 
     behind = await create("behind", "test.echo", every(3600))
     asked = await create("asked", "test.echo", every(3600))
 
-    def queue_and_claim_one(catch_up_waited: timedelta) -> list[str]:
-        Run.objects.all().delete()
-        for schedule, reason, queued_at in (
-            (behind, "catch-up", T0 - catch_up_waited),
-            (asked, "manual", T0 - timedelta(seconds=1)),
-        ):
-            Run.objects.create(
-                schedule=schedule, schedule_code=schedule.code, task_name="test.echo",
-                reason=reason, not_before=queued_at,
-            )  # fmt: skip
-        runs, _ = queued.claim_queued(
-            now=T0, instance_id="s", tasks=registry, limit=10, local_in_flight={},
-            slots=claims.WorkerSlots(1, lambda name: True),
-        )  # fmt: skip
-        return [run.schedule_code for run in runs]
+    def catch_up_waited(waited: timedelta) -> list[tuple]:
+        return [(behind, "catch-up", T0 - waited), (asked, "manual", T0 - timedelta(seconds=1))]
 
-    defer = CATCH_UP_DEFER
-    assert await sync_to_async(queue_and_claim_one)(defer - timedelta(seconds=5)) == ["asked"]
-    assert await sync_to_async(queue_and_claim_one)(defer + timedelta(seconds=5)) == ["behind"]
+    claim = sync_to_async(queue_and_claim_one)
+    assert await claim(catch_up_waited(CATCH_UP_DEFER - timedelta(seconds=5))) == ["asked"]
+    assert await claim(catch_up_waited(CATCH_UP_DEFER + timedelta(seconds=5))) == ["behind"]
 
 
 async def test_a_one_shot_missed_beyond_its_grace_completes(scheduler, clock) -> None:
