@@ -138,9 +138,14 @@ def claim_due(
     slots: WorkerSlots = UNLIMITED,
     ended: Collection[int] = (),
     up_since: datetime | None = None,
+    due_by: datetime | None = None,
 ) -> tuple[list[Run], list[int]]:
     """Claim every due slot this process wins. Returns (new runs, replaced run ids): the
     first run of each slot claimed, and the runs that ended at claim time.
+
+    `due_by` (at least `now`): slots up to it count as due. The scheduler claims a
+    little ahead so that a run starts at its slot rather than a transaction after it;
+    the claim itself still happens once, whoever makes it.
 
     `up_since`: when this scheduler started; a misfire="skip" slot that fell due
     since then and is within its grace still runs (see `_skip`).
@@ -150,7 +155,7 @@ def claim_due(
     unique-slot safety net fires, the batch is retried slot by slot so that
     only the offending slot is dropped.
     """
-    due = _due_first_current(now, tasks, limit, up_since)
+    due = _due_first_current(max(now, due_by or now), tasks, limit, up_since)
     plans = []
     for schedule in due:
         slot = schedule.next_run_at
@@ -189,7 +194,7 @@ def claim_due(
 
 
 def _due_first_current(
-    now: datetime, tasks: Registry, limit: int, up_since: datetime | None
+    due_by: datetime, tasks: Registry, limit: int, up_since: datetime | None
 ) -> list[Schedule]:
     """Up to `limit` due schedules: slots that fell due while this scheduler was up
     first, then older ones (a restart's backlog), each oldest first; the backlog
@@ -201,7 +206,7 @@ def _due_first_current(
     when the current ones fill every batch (a load beyond what the machine can
     run): its schedules would never run again. Both reads walk schedule_due_idx.
     """
-    due = Schedule.objects.due(now=now, task_names=tasks.runnable_names())
+    due = Schedule.objects.due(now=due_by, task_names=tasks.runnable_names())
     if up_since is None or limit < 2:
         return list(due[:limit])  # one a pass: oldest first, which starves none
     current = list(due.filter(next_run_at__gte=up_since)[:limit])
@@ -238,6 +243,8 @@ def _claim_batch(plans, now, instance_id, local, slots: WorkerSlots):
             )
             if first.status == RunStatus.RUNNING:
                 in_flight[schedule.pk] = in_flight.get(schedule.pk, 0) + 1
+                # A slot claimed ahead starts at its instant (engine.py), not at the claim.
+                first.started_at = max(now, first.slot)
         created += planned
         firsts += [first, *ended]
     superseded = _supersede_catch_ups(firsts, now)

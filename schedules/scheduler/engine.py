@@ -15,7 +15,7 @@ import socket
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
@@ -96,6 +96,9 @@ class Scheduler:
         self._started = False
         self.up_since: datetime | None = None
         self.in_flight: dict[int, asyncio.Task] = {}
+        # Runs claimed ahead, waiting for their slot (SILLO_CLAIM_AHEAD): a shutdown
+        # lets them begin before it stops runs from taking a worker.
+        self._slot_waits: set[asyncio.Future] = set()
         # Launched runs that need a worker process, from their claim until their body ends:
         # a run counts against the pool before its task has reached `acquire`.
         self._worker_runs: set[int] = set()
@@ -236,6 +239,12 @@ class Scheduler:
         """Stop claiming, give runs a grace period, cancel the rest, record all."""
         self._stopping = True
         hints.unregister(self)
+        # Runs claimed ahead are this process's like any started run: they begin at
+        # their slot (SILLO_CLAIM_AHEAD at most from now), within the grace. Given back
+        # to the queue, a slot due at the stop would run whenever a scheduler next
+        # started, past its misfire rules.
+        if self._slot_waits:
+            await asyncio.wait(set(self._slot_waits))
         # Runs still waiting for a worker go back to the queue at once, for a peer (or
         # the next start) to run: started now, the grace could end them half done.
         self.executor.stop_starting()
@@ -326,6 +335,7 @@ class Scheduler:
             slots=slots,
             ended=set(self.unrecorded),
             up_since=self.up_since,
+            due_by=now + self._claim_ahead(),
         )
         # Set before anything is launched: a run that finishes while this pass
         # still awaits the database must wake the loop for the runs left queued.
@@ -393,6 +403,10 @@ class Scheduler:
         pool = self.executor.pool
         return pool.limits.max_workers + self.backlog.size() if pool is not None else 0
 
+    @staticmethod
+    def _claim_ahead() -> timedelta:
+        return timedelta(seconds=setting("SILLO_CLAIM_AHEAD"))
+
     def needs_worker(self, task_name: str) -> bool:
         return self.executor.in_worker(self.tasks.get(task_name))
 
@@ -405,6 +419,8 @@ class Scheduler:
         next_at, queued_at = await self.db(
             claims.next_times, tasks=self.tasks, include_queued=read_queue, held=self.held.ids()
         )
+        if next_at is not None:
+            next_at -= self._claim_ahead()  # claimed ahead, started at its instant
         if looked is not None:
             # Read by claim_queued, or nothing could start (every runnable task needs a
             # worker, none is free): a freed worker or the hold check signals it then.
@@ -558,17 +574,29 @@ class Scheduler:
 
     # -------------------------------------------------------------- a run
 
+    async def _until_slot(self, run: Run) -> None:
+        """A slot claimed ahead starts at its instant."""
+        if run.slot is None or run.slot <= self.clock.now():
+            return
+        wait = asyncio.ensure_future(_wait_for(self.clock, run.slot))
+        self._slot_waits.add(wait)
+        wait.add_done_callback(self._slot_waits.discard)
+        # The run's own step resumes before a shutdown waiting on this (asyncio wakes in
+        # order): it takes an idle worker before the shutdown stops runs from taking one.
+        await wait
+
     async def _execute(self, run: Run) -> None:
         declaration = self.tasks.get(run.task_name)
         context = context_for(run, run.schedule)
         output = new_output()
         stream = None
-        self.hooks.started(run)
-        # Announced beside the run, not before it: a slow channel layer must not delay
-        # the body, and runs launched together reach the workers in launch (priority)
-        # order rather than in the order their announcements return.
-        self.announcer.announce(run)
         try:
+            await self._until_slot(run)
+            self.hooks.started(run)
+            # Announced beside the run, not before it: a slow channel layer must not delay
+            # the body, and runs launched together reach the workers in launch (priority)
+            # order rather than in the order their announcements return.
+            self.announcer.announce(run)
             if output is not None:
                 stream = OutputStream(run.pk, output, db=self.db, clock=self.clock)
             outcome = await self.executor.execute(
@@ -617,6 +645,12 @@ class Scheduler:
                 # A worker's own loop claims nothing: tell the schedulers (a lost hint
                 # costs one poll interval; enqueued follow-ups are already on the pool).
                 await self.db(wake_schedulers)
+
+
+async def _wait_for(clock: Clock, instant: datetime) -> None:
+    early = (instant - clock.now()).total_seconds()
+    if early > 0:
+        await clock.wait(early, asyncio.Event())
 
 
 def _may_have_queued(run: Run, held: bool) -> bool:

@@ -9,7 +9,20 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from schedules.models import Run, RunReason, RunStatus, Schedule
-from tests.factories import T0, create, every, inline_executor, reload, runs_of, schedule_of
+from schedules.registry import registry
+from schedules.scheduler.engine import Scheduler
+from tests.factories import (
+    T0,
+    FakeClock,
+    create,
+    every,
+    inline_executor,
+    reload,
+    runs_of,
+    schedule_of,
+)
+from tests.scheduler.conftest import pooled_scheduler
+from tests.scheduler.test_held import StillClock
 
 
 async def test_a_due_slot_fires_once_and_moves_to_the_next_slot(scheduler, clock) -> None:
@@ -32,13 +45,80 @@ async def test_a_due_slot_fires_once_and_moves_to_the_next_slot(scheduler, clock
     assert schedule.last_outcome == RunStatus.SUCCEEDED
 
 
-async def test_nothing_runs_before_its_slot(scheduler, clock) -> None:
+async def test_nothing_runs_before_its_slot(scheduler, clock, settings) -> None:
+    settings.SILLO_CLAIM_AHEAD = 0.05
     await create("later", "test.echo", every(300))
     clock.advance(299)
     delay = await scheduler.run_pass()
     assert await runs_of("later") == []
-    # The loop sleeps until the slot, not a fixed tick.
-    assert delay == 1.0
+    # The loop sleeps until the slot less the claim's lead, not a fixed tick.
+    assert delay == pytest.approx(0.95)
+
+
+def noting_starts(scheduler, clock) -> list:
+    """When the executor is asked to start each run body, on the scheduler's clock."""
+    starts = []
+    execute = scheduler.executor.execute
+
+    async def noting(*args, **kwargs):
+        starts.append(clock.now())
+        return await execute(*args, **kwargs)
+
+    scheduler.executor.execute = noting
+    return starts
+
+
+async def test_a_slot_within_the_claim_lead_is_claimed_now_and_starts_at_its_instant(
+    scheduler, clock, settings
+) -> None:
+    """The claim's transaction happens before the slot, so it is no part of the lateness."""
+    settings.SILLO_CLAIM_AHEAD = 0.05
+    starts = noting_starts(scheduler, clock)
+    await create("soon", "test.echo", every(300))
+    slot = T0 + timedelta(seconds=300)
+    clock.advance(300 - 0.03)
+    await scheduler.run_pass()
+    await scheduler.wait_idle()
+
+    [run] = await runs_of("soon")
+    assert (run.status, run.slot, run.started_at) == (RunStatus.SUCCEEDED, slot, slot)
+    assert starts == [slot]  # the body began at its slot, not at the claim
+    assert pytest.approx(0.03) in clock.waits
+    assert (await reload(await schedule_of("soon"))).next_run_at == slot + timedelta(seconds=300)
+
+
+async def test_without_a_claim_lead_a_slot_is_claimed_only_once_due(
+    scheduler, clock, settings
+) -> None:
+    settings.SILLO_CLAIM_AHEAD = 0
+    await create("soon", "test.echo", every(300))
+    clock.advance(300 - 0.03)
+    assert await scheduler.run_pass() == pytest.approx(0.03)
+    assert await runs_of("soon") == []
+
+
+async def test_a_run_cancelled_while_it_waits_for_its_slot_never_starts(
+    settings, transactional_db
+) -> None:
+    settings.SILLO_CLAIM_AHEAD = 0.05
+    clock = StillClock()  # the wait for the slot lasts until the run is cancelled
+    scheduler = Scheduler(clock=clock, tasks=registry, executor=inline_executor())
+    await scheduler.start()
+    try:
+        starts = noting_starts(scheduler, clock)
+        await create("soon", "test.echo", every(300))
+        clock.advance(300 - 0.03)
+        await scheduler.run_pass()
+        [run] = await runs_of("soon")
+        assert run.status == RunStatus.RUNNING
+
+        await scheduler.cancel_local([run.pk], "cancelled by an operator")
+        await scheduler.wait_idle()
+    finally:
+        await scheduler.shutdown()
+    [run] = await runs_of("soon")
+    assert (run.status, run.error) == (RunStatus.CANCELLED, "cancelled by an operator")
+    assert starts == []
 
 
 async def test_sleep_is_capped_by_the_resync_interval(scheduler, clock, settings) -> None:
@@ -222,3 +302,40 @@ async def test_a_pass_reads_the_queue_only_when_it_may_have_changed(
     assert reads == ["read"]
     manual = await sync_to_async(Run.objects.get)(pk=manual.pk)
     assert manual.status == RunStatus.SUCCEEDED
+
+
+class SteppedClock(FakeClock):
+    """Waits end once a test moves the clock past them (or they are woken)."""
+
+    async def wait(self, seconds: float, wake: asyncio.Event) -> None:
+        self.waits.append(seconds)
+        until = self.current + timedelta(seconds=seconds)
+        while self.current < until and not wake.is_set():
+            await asyncio.sleep(0.001)
+        wake.clear()
+
+
+async def test_a_run_claimed_ahead_still_starts_at_its_slot_when_its_scheduler_stops(
+    settings, transactional_db
+) -> None:
+    """Not sent back to the queue as a run waiting for a worker is: a slot due at the
+    stop would then run whenever a scheduler next started, past its misfire rules."""
+    settings.SILLO_CLAIM_AHEAD = 0.05
+    clock = SteppedClock()
+    async for scheduler in pooled_scheduler(clock, workers=1):
+        await create("soon", "test.echo", every(300))
+        clock.advance(300)
+        await scheduler.run_pass()
+        await scheduler.wait_idle()  # the worker is up and idle
+        clock.advance(300 - 0.03)
+        await scheduler.run_pass()  # claims the next slot ahead; its run waits for it
+        stopping = asyncio.create_task(scheduler.shutdown())
+        for _ in range(20):
+            await asyncio.sleep(0.001)
+        clock.advance(0.03)  # the slot
+        await stopping
+    runs = await runs_of("soon")
+    slot = T0 + timedelta(seconds=600)
+    assert [(r.status, r.slot, r.started_at) for r in runs][1:] == [
+        (RunStatus.SUCCEEDED, slot, slot)
+    ]
