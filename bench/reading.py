@@ -220,13 +220,20 @@ def live_reading(live: dict) -> str | None:
         return None
     least = min(v["delivered"] or 0 for v in (bare, log, listing))
     p99 = {name: median(view["delay_p99_ms"]) for name, view in live.items()}
+    delays = ", ".join(
+        f"{name} {value:.0f} ms" if value is not None else f"{name} none (nothing delivered)"
+        for name, value in p99.items()
+    )
+    above = ""
+    if None not in (p99.get("bare (no rendering)"), p99.get("live log"), p99.get("schedules list")):
+        base = p99["bare (no rendering)"]
+        above = (
+            f" (the live log {p99['live log'] - base:.0f} ms and the list "
+            f"{p99['schedules list'] - base:.0f} ms above bare forwarding)"
+        )
     return (
         f"**Live views.** The least complete stream delivered {100 * least:.1f}% of the "
-        f"events; p99 delay: "
-        + ", ".join(f"{name} {value:.0f} ms" for name, value in p99.items())
-        + f" (the live log {median(log['delay_p99_ms']) - median(bare['delay_p99_ms']):.0f} ms "
-        f"and the list {median(listing['delay_p99_ms']) - median(bare['delay_p99_ms']):.0f} ms "
-        "above bare forwarding)."
+        f"events; p99 delay: {delays}{above}."
         + background(
             "the difference over bare forwarding is the rendering of rows; a list page "
             "subscribes to its own page's schedules only (docs/dashboard.md)."

@@ -18,7 +18,7 @@ from common import percentile, summary  # noqa: E402
 from formatting import ratio, spread  # noqa: E402
 from header import header  # noqa: E402
 from provenance import provenance  # noqa: E402
-from reading import targets_and_reading  # noqa: E402
+from reading import live_reading, targets_and_reading  # noqa: E402
 from sections import scheduler_sections, sqlite_parity  # noqa: E402
 
 
@@ -645,3 +645,17 @@ def test_a_big_burst_is_reported_when_every_run_of_every_repetition_started():
     ]
     assert "(1,538 runs/s)" in big_burst_reading(data((10_000, 4.0), (10_000, 6.5)))
     assert big_burst_target(None)[2] == "**incomplete: not met**"
+
+
+def test_a_live_view_that_delivered_nothing_is_read_as_such_not_a_crash():
+    """A view with no delivered event has no delay: the reading says so (this crashed
+    the report of a quick run on 2 cores, where the live log delivered nothing)."""
+
+    def view(delivered: float, p99: float | None) -> dict:
+        return {"delivered": delivered, "delay_p99_ms": {"median": p99} if p99 else None}
+
+    text = live_reading({"bare (no rendering)": view(0.001, 4400.0), "live log": view(0.0, None),
+                         "schedules list": view(0.97, 5200.0)})  # fmt: skip
+    assert "live log none (nothing delivered)" in text
+    assert "bare (no rendering) 4400 ms" in text
+    assert "above bare forwarding" not in text

@@ -339,3 +339,24 @@ async def test_a_run_claimed_ahead_still_starts_at_its_slot_when_its_scheduler_s
     assert [(r.status, r.slot, r.started_at) for r in runs][1:] == [
         (RunStatus.SUCCEEDED, slot, slot)
     ]
+
+
+async def test_runs_claimed_ahead_do_not_count_as_waiting_for_a_worker(
+    settings, transactional_db
+) -> None:
+    """Outcomes gather while runs wait for a worker (recorder.py). Counted as waiting, the
+    runs a steady load claims ahead kept them gathering for seconds, and one batch of
+    hundreds then held the database thread, and the claims behind it."""
+    settings.SILLO_CLAIM_AHEAD = 0.05
+    clock = SteppedClock()
+    async for scheduler in pooled_scheduler(clock, workers=1):
+        await create("soon", "test.echo", every(300))
+        clock.advance(300)
+        await scheduler.run_pass()
+        await scheduler.wait_idle()  # the worker is up and idle
+        clock.advance(300 - 0.03)
+        await scheduler.run_pass()  # claims the next slot ahead; its run waits for it
+        assert scheduler.launched_in_workers() == 1
+        assert not scheduler.runs_wait()
+        clock.advance(0.03)
+        await scheduler.wait_idle()
