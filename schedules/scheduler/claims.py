@@ -215,10 +215,15 @@ def _due_first_current(
 
 
 def _claim_batch(plans, now, instance_id, local, slots: WorkerSlots):
+    in_flight = in_flight_counts([schedule.pk for schedule, *_ in plans], *local)
+    # A slot not yet due whose schedule is at max_instances is left to the pass at its
+    # instant: claimed ahead, it would be skipped (or replace the run) because of a run
+    # that may end before the slot comes.
+    plans = [plan for plan in plans
+             if plan[1] <= now or in_flight.get(plan[0].pk, 0) < plan[0].max_instances]  # fmt: skip
     won = _advance_won_slots(plans)
     if not won:
         return [], []
-    in_flight = in_flight_counts([schedule.pk for schedule, *_ in won], *local)
     replaced: list[int] = []
     created: list[Run] = []
     firsts: list[Run] = []

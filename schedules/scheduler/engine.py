@@ -15,7 +15,7 @@ import socket
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
 
@@ -99,6 +99,8 @@ class Scheduler:
         # Runs claimed ahead, waiting for their slot (SILLO_CLAIM_AHEAD): a shutdown
         # lets them begin before it stops runs from taking a worker.
         self._slot_waits: dict[int, asyncio.Future] = {}  # run id -> its wait
+        self._claimed_by = datetime.min.replace(tzinfo=UTC)  # the last claim's horizon
+        self._claim_full = False  # whether it claimed a whole batch (more may be due)
         # Launched runs that need a worker process, from their claim until their body ends:
         # a run counts against the pool before its task has reached `acquire`.
         self._worker_runs: set[int] = set()
@@ -321,6 +323,7 @@ class Scheduler:
         Returns the queue changes seen if the queue was read (its earliest time is
         then read again after the pass), else None."""
         slots = self._worker_slots()
+        self._claimed_by = now + self._claim_ahead()
         if len(self.held):
             # New slots wait behind the held runs (priority, then arrival).
             slots = claims.WorkerSlots(0, self.needs_worker)
@@ -335,8 +338,9 @@ class Scheduler:
             slots=slots,
             ended=set(self.unrecorded),
             up_since=self.up_since,
-            due_by=now + self._claim_ahead(),
+            due_by=self._claimed_by,
         )
+        self._claim_full = len(runs) >= setting("SILLO_CLAIM_BATCH")
         # Set before anything is launched: a run that finishes while this pass
         # still awaits the database must wake the loop for the runs left queued.
         self._waiting_for_worker = slots.free == 0
@@ -419,8 +423,10 @@ class Scheduler:
         next_at, queued_at = await self.db(
             claims.next_times, tasks=self.tasks, include_queued=read_queue, held=self.held.ids()
         )
-        if next_at is not None:
+        if next_at is not None and (next_at > self._claimed_by or self._claim_full):
             next_at -= self._claim_ahead()  # claimed ahead, started at its instant
+        # Else this pass left it (its schedule at max_instances): the pass at its
+        # instant claims it, rather than passes back to back until then.
         if looked is not None:
             # Read by claim_queued, or nothing could start (every runnable task needs a
             # worker, none is free): a freed worker or the hold check signals it then.
@@ -590,9 +596,16 @@ class Scheduler:
         wait = asyncio.ensure_future(_wait_for(self.clock, run.slot))
         self._slot_waits[run.pk] = wait
         wait.add_done_callback(lambda _: self._slot_waits.pop(run.pk, None))
-        # The run's own step resumes before a shutdown waiting on this (asyncio wakes in
-        # order): it takes an idle worker before the shutdown stops runs from taking one.
-        await wait
+        try:
+            # The run's own step resumes before a shutdown waiting on this (asyncio wakes
+            # in order): it takes an idle worker before the shutdown stops runs taking one.
+            await wait
+        except asyncio.CancelledError:
+            run.started_at = None  # it never began (written with its outcome)
+            raise
+        # When it began, written with its outcome: the claim wrote the slot, and a loop
+        # that wakes late must show in the run's lateness.
+        run.started_at = self.clock.now()
 
     async def _execute(self, run: Run) -> None:
         declaration = self.tasks.get(run.task_name)

@@ -85,7 +85,8 @@ def finish_runs(*, items: list[tuple[Run, dict]], now: datetime) -> list[tuple]:
             results.append((run, retry, []))
         waiting = ["status", "started_at", "scheduler", "not_before", "error"]
         update_each(Run, waiting, [(*(getattr(r, f) for f in waiting), r.pk) for r in deferred])
-        fields = ["status", "finished_at", "error", "traceback", "result"]
+        # started_at too: a run claimed ahead began at its slot, or never (engine.py).
+        fields = ["status", "started_at", "finished_at", "error", "traceback", "result"]
         update_each(Run, fields, [(*(getattr(r, f) for f in fields), r.pk) for r in finished])
         record_on_schedules(finished)
         # Incidents, their notifications (the outbox), counters and outcome logs.

@@ -23,6 +23,7 @@ from tests.factories import (
 )
 from tests.scheduler.conftest import pooled_scheduler
 from tests.scheduler.test_held import StillClock
+from tests.taskapp import tasks as test_tasks
 
 
 async def test_a_due_slot_fires_once_and_moves_to_the_next_slot(scheduler, clock) -> None:
@@ -118,6 +119,7 @@ async def test_a_run_cancelled_while_it_waits_for_its_slot_never_starts(
         await scheduler.shutdown()
     [run] = await runs_of("soon")
     assert (run.status, run.error) == (RunStatus.CANCELLED, "cancelled by an operator")
+    assert run.started_at is None  # it never began: no duration, no lateness
     assert starts == []
 
 
@@ -360,3 +362,44 @@ async def test_runs_claimed_ahead_do_not_count_as_waiting_for_a_worker(
         assert not scheduler.runs_wait()
         clock.advance(0.03)
         await scheduler.wait_idle()
+
+
+async def test_a_slot_not_yet_due_of_a_schedule_at_max_instances_is_claimed_at_its_instant(
+    scheduler, clock, settings
+) -> None:
+    """Claimed ahead it would be skipped for a run that may end before the slot comes."""
+    settings.SILLO_CLAIM_AHEAD = 0.05
+    await create("busy", "test.block_async", every(300), kwargs={"gate": "busy"})
+    clock.advance(300)
+    await scheduler.run_pass()  # the first run, still running
+    clock.advance(300 - 0.03)
+    delay = await scheduler.run_pass()
+    assert len(await runs_of("busy")) == 1  # the next slot is left for now ...
+    assert delay == pytest.approx(0.03)  # ... to the pass at its instant
+    test_tasks.async_gates["busy"].set()  # the first run ends before the slot
+    await scheduler.wait_idle()
+    clock.advance(0.03)
+    await scheduler.run_pass()
+    await scheduler.wait_idle()
+    assert [r.status for r in await runs_of("busy")] == [RunStatus.SUCCEEDED] * 2
+
+
+async def test_a_run_claimed_ahead_records_when_it_really_began(settings, transactional_db) -> None:
+    """The claim writes the slot as its start; a loop that wakes late shows in the run."""
+    settings.SILLO_CLAIM_AHEAD = 0.05
+    clock = SteppedClock()
+    scheduler = Scheduler(clock=clock, tasks=registry, executor=inline_executor())
+    await scheduler.start()
+    try:
+        await create("soon", "test.echo", every(300))
+        clock.advance(300 - 0.03)
+        await scheduler.run_pass()
+        [run] = await runs_of("soon")
+        assert run.started_at == T0 + timedelta(seconds=300)  # as claimed
+        clock.advance(0.03 + 0.2)  # the loop wakes 0.2 s after the slot
+        await scheduler.wait_idle()
+    finally:
+        await scheduler.shutdown()
+    [run] = await runs_of("soon")
+    assert run.status == RunStatus.SUCCEEDED
+    assert run.started_at == T0 + timedelta(seconds=300.2)
