@@ -2,7 +2,7 @@
 
 Each benchmark runs in its own process and writes its figures to
 bench/results/<name>.json; a benchmark that fails is reported as failed and
-the others still run. `--quick` shortens every benchmark's phases (about seven
+the others still run. `--quick` shortens every benchmark's phases (about six
 minutes in all on 2 cores; issue 18 asks for five).
 
     python bench/run.py [--quick] [--only NAME,...] [--report-only]
