@@ -457,9 +457,11 @@ def run_cancel(*, run: Run, by: Actor, via: str = "") -> Run:
             raise CancelRefused(f"run #{current.pk} already ended ({current.status})")
         current.status = RunStatus.CANCELLED
         current.finished_at = timezone.now()
+        if current.started_at and current.started_at > current.finished_at:
+            current.started_at = None  # claimed ahead of its slot: it never began
         current.error = f"cancelled by {who or 'an operator'}"
         current.cancelled_by = who
-        current.save(update_fields=["status", "finished_at", "error", "cancelled_by"])
+        current.save(update_fields=["status", "started_at", "finished_at", "error", "cancelled_by"])
         schedule = Schedule.objects.filter(pk=current.schedule_id).first()
         audit.record(
             "cancel_run", schedule=schedule, code=current.schedule_code, by=by, via=via,

@@ -14,6 +14,7 @@ from collections.abc import Callable, Collection
 from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
+from django.db.models import Case, Value, When
 
 from .. import counters
 from ..alerts import checks as alerts
@@ -105,7 +106,13 @@ def start_or_skip(
             if ended:
                 running = running.exclude(pk__in=list(ended))
             replaced = list(running.values_list("pk", flat=True))
-            running.update(status=RunStatus.CANCELLED, finished_at=now, error=REPLACED)
+            running.update(
+                status=RunStatus.CANCELLED,
+                finished_at=now,
+                error=REPLACED,
+                # One claimed ahead of its slot never began.
+                started_at=Case(When(started_at__gt=now, then=Value(None)), default="started_at"),
+            )
         else:
             run.status = RunStatus.SKIPPED
             run.finished_at = now
@@ -215,15 +222,20 @@ def _due_first_current(
 
 
 def _claim_batch(plans, now, instance_id, local, slots: WorkerSlots):
-    in_flight = in_flight_counts([schedule.pk for schedule, *_ in plans], *local)
-    # A slot not yet due whose schedule is at max_instances is left to the pass at its
-    # instant: claimed ahead, it would be skipped (or replace the run) because of a run
-    # that may end before the slot comes.
-    plans = [plan for plan in plans
-             if plan[1] <= now or in_flight.get(plan[0].pk, 0) < plan[0].max_instances]  # fmt: skip
+    ahead = [schedule.pk for schedule, slot, *_ in plans if slot > now]
+    if ahead:
+        # A slot not yet due whose schedule is at max_instances is left to the pass at
+        # its instant: claimed ahead, it would be skipped (or replace the run) because
+        # of a run that may end before the slot comes.
+        busy = in_flight_counts(ahead, *local)
+        plans = [plan for plan in plans
+                 if plan[1] <= now or busy.get(plan[0].pk, 0) < plan[0].max_instances]  # fmt: skip
     won = _advance_won_slots(plans)
     if not won:
         return [], []
+    # Counted again under the rows' locks: an outcome written meanwhile (another
+    # process's, holding a schedule's row) must count as ended.
+    in_flight = in_flight_counts([schedule.pk for schedule, *_ in won], *local)
     replaced: list[int] = []
     created: list[Run] = []
     firsts: list[Run] = []

@@ -100,7 +100,7 @@ class Scheduler:
         # lets them begin before it stops runs from taking a worker.
         self._slot_waits: dict[int, asyncio.Future] = {}  # run id -> its wait
         self._claimed_by = datetime.min.replace(tzinfo=UTC)  # the last claim's horizon
-        self._claim_full = False  # whether it claimed a whole batch (more may be due)
+        self._claimed_any = False  # whether it claimed any slot (more may be due)
         # Launched runs that need a worker process, from their claim until their body ends:
         # a run counts against the pool before its task has reached `acquire`.
         self._worker_runs: set[int] = set()
@@ -340,7 +340,7 @@ class Scheduler:
             up_since=self.up_since,
             due_by=self._claimed_by,
         )
-        self._claim_full = len(runs) >= setting("SILLO_CLAIM_BATCH")
+        self._claimed_any = bool(runs)
         # Set before anything is launched: a run that finishes while this pass
         # still awaits the database must wake the loop for the runs left queued.
         self._waiting_for_worker = slots.free == 0
@@ -423,10 +423,11 @@ class Scheduler:
         next_at, queued_at = await self.db(
             claims.next_times, tasks=self.tasks, include_queued=read_queue, held=self.held.ids()
         )
-        if next_at is not None and (next_at > self._claimed_by or self._claim_full):
+        if next_at is not None and (next_at > self._claimed_by or self._claimed_any):
             next_at -= self._claim_ahead()  # claimed ahead, started at its instant
-        # Else this pass left it (its schedule at max_instances): the pass at its
-        # instant claims it, rather than passes back to back until then.
+        # Else this pass claimed nothing and left it (its schedule at max_instances):
+        # the pass at its instant claims it, rather than passes back to back until then.
+        # (A pass that claimed some is followed at once: the batch may have been full.)
         if looked is not None:
             # Read by claim_queued, or nothing could start (every runnable task needs a
             # worker, none is free): a freed worker or the hold check signals it then.

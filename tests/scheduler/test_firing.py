@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from asgiref.sync import sync_to_async
 
+from schedules import services
 from schedules.models import Run, RunReason, RunStatus, Schedule
 from schedules.registry import registry
 from schedules.scheduler.engine import Scheduler
@@ -116,6 +117,7 @@ async def test_a_run_cancelled_while_it_waits_for_its_slot_never_starts(
         await scheduler.cancel_local([run.pk], "cancelled by an operator")
         await scheduler.wait_idle()
     finally:
+        await scheduler.cancel_local(list(scheduler.in_flight), "the test ended")  # never hang
         await scheduler.shutdown()
     [run] = await runs_of("soon")
     assert (run.status, run.error) == (RunStatus.CANCELLED, "cancelled by an operator")
@@ -399,7 +401,82 @@ async def test_a_run_claimed_ahead_records_when_it_really_began(settings, transa
         clock.advance(0.03 + 0.2)  # the loop wakes 0.2 s after the slot
         await scheduler.wait_idle()
     finally:
+        clock.advance(1)  # a run still waiting for its slot starts, and ends
         await scheduler.shutdown()
     [run] = await runs_of("soon")
     assert run.status == RunStatus.SUCCEEDED
     assert run.started_at == T0 + timedelta(seconds=300.2)
+
+
+@pytest.fixture
+async def waiting_for_its_slot(settings, transactional_db):
+    """A scheduler on the real date whose next run is claimed ahead and waits for its
+    slot as long as a test likes (services stamp the real time)."""
+    settings.SILLO_CLAIM_AHEAD = 0.05
+    start = datetime.now(UTC)
+    clock = StillClock(start)
+    scheduler = Scheduler(clock=clock, tasks=registry, executor=inline_executor())
+    await scheduler.start()
+    yield scheduler, clock, start
+    await scheduler.cancel_local(list(scheduler.in_flight), "the test ended")  # never hang
+    await scheduler.shutdown()
+
+
+async def test_an_operator_cancel_before_its_slot_records_no_start(waiting_for_its_slot) -> None:
+    scheduler, clock, start = waiting_for_its_slot
+    schedule = await create("soon", "test.echo", every(300), now=start)
+    clock.current = schedule.next_run_at - timedelta(seconds=0.03)
+    await scheduler.run_pass()
+    [run] = await runs_of("soon")
+    await sync_to_async(services.run_cancel)(run=run, by="alice")
+    await scheduler._notice_cancelled()
+    await scheduler.wait_idle()
+    [run] = await runs_of("soon")
+    assert (run.status, run.started_at) == (RunStatus.CANCELLED, None)
+    assert run.finished_at is not None
+
+
+async def test_a_run_replaced_before_its_slot_records_no_start(waiting_for_its_slot) -> None:
+    scheduler, clock, start = waiting_for_its_slot
+    schedule = await create("soon", "test.echo", every(300), now=start, overlap="replace")
+    clock.current = schedule.next_run_at - timedelta(seconds=0.03)
+    await scheduler.run_pass()
+    await sync_to_async(services.schedule_run_now)(schedule=schedule)
+    scheduler.hint()
+    await scheduler.run_pass()  # the manual run replaces the one waiting for its slot
+    await scheduler.wait_idle()
+    waiting, manual = await runs_of("soon")
+    assert (waiting.status, waiting.error) == (RunStatus.CANCELLED, "replaced by a newer run")
+    assert waiting.started_at is None
+    assert manual.status == RunStatus.SUCCEEDED
+
+
+async def test_slots_past_a_batch_are_still_claimed_ahead_beside_a_left_one(
+    settings, transactional_db
+) -> None:
+    """A pass that left a busy schedule's slot and claimed others is followed at once:
+    the batch may have held back more slots than the one it left."""
+    settings.SILLO_CLAIM_AHEAD = 0.05
+    settings.SILLO_CLAIM_BATCH = 2
+    clock = SteppedClock()  # runs claimed ahead wait until the test moves the clock
+    scheduler = Scheduler(clock=clock, tasks=registry, executor=inline_executor())
+    await scheduler.start()
+    try:
+        # Read in priority order at one instant: the busy one, then a; b is past the batch.
+        await create("busy", "test.block_async", every(300), kwargs={"gate": "left"}, priority=9)
+        await create("a", "test.echo", every(300), priority=5)
+        await create("b", "test.echo", every(300))
+        clock.advance(300)
+        for _ in range(3):
+            await scheduler.run_pass()
+        clock.advance(300 - 0.04)
+        delays = [await scheduler.run_pass()]
+        while delays[-1] == 0 and len(delays) < 5:
+            delays.append(await scheduler.run_pass())
+        assert (len(await runs_of("a")), len(await runs_of("b"))) == (2, 2)  # both ahead
+        assert len(await runs_of("busy")) == 1  # left to its instant ...
+        assert delays[-1] == pytest.approx(0.04)  # ... which the loop sleeps until
+    finally:
+        clock.advance(1)  # the runs waiting for their slot start, and end
+        test_tasks.async_gates.setdefault("left", asyncio.Event()).set()
+        await scheduler.shutdown()
