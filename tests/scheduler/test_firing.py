@@ -319,12 +319,10 @@ class SteppedClock(FakeClock):
         wake.clear()
 
 
-async def test_a_run_claimed_ahead_still_starts_at_its_slot_when_its_scheduler_stops(
-    settings, transactional_db
-) -> None:
-    """Not sent back to the queue as a run waiting for a worker is: a slot due at the
-    stop would then run whenever a scheduler next started, past its misfire rules."""
-    settings.SILLO_CLAIM_AHEAD = 0.05
+async def claimed_ahead_beside_an_idle_worker():
+    """A scheduler with one worker process, up and idle, and the run of schedule "soon"
+    claimed 30 ms ahead of its slot (T0 + 600 s), waiting for it: (scheduler, clock).
+    Shut down when the test ends."""
     clock = SteppedClock()
     async for scheduler in pooled_scheduler(clock, workers=1):
         await create("soon", "test.echo", every(300))
@@ -333,6 +331,16 @@ async def test_a_run_claimed_ahead_still_starts_at_its_slot_when_its_scheduler_s
         await scheduler.wait_idle()  # the worker is up and idle
         clock.advance(300 - 0.03)
         await scheduler.run_pass()  # claims the next slot ahead; its run waits for it
+        yield scheduler, clock
+
+
+async def test_a_run_claimed_ahead_still_starts_at_its_slot_when_its_scheduler_stops(
+    settings, transactional_db
+) -> None:
+    """Not sent back to the queue as a run waiting for a worker is: a slot due at the
+    stop would then run whenever a scheduler next started, past its misfire rules."""
+    settings.SILLO_CLAIM_AHEAD = 0.05
+    async for scheduler, clock in claimed_ahead_beside_an_idle_worker():
         stopping = asyncio.create_task(scheduler.shutdown())
         for _ in range(20):
             await asyncio.sleep(0.001)
@@ -352,14 +360,7 @@ async def test_runs_claimed_ahead_do_not_count_as_waiting_for_a_worker(
     runs a steady load claims ahead kept them gathering for seconds, and one batch of
     hundreds then held the database thread, and the claims behind it."""
     settings.SILLO_CLAIM_AHEAD = 0.05
-    clock = SteppedClock()
-    async for scheduler in pooled_scheduler(clock, workers=1):
-        await create("soon", "test.echo", every(300))
-        clock.advance(300)
-        await scheduler.run_pass()
-        await scheduler.wait_idle()  # the worker is up and idle
-        clock.advance(300 - 0.03)
-        await scheduler.run_pass()  # claims the next slot ahead; its run waits for it
+    async for scheduler, clock in claimed_ahead_beside_an_idle_worker():
         assert scheduler.launched_in_workers() == 1
         assert not scheduler.runs_wait()
         clock.advance(0.03)
