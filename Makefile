@@ -41,9 +41,10 @@ lint: $(VENV)/.dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
+# Unbuffered, so a log cut short (a CI limit) ends at the test that was running.
 test: lint
-	$(PY) -m pytest -m "not production" $(PYTEST_ARGS)
-	$(PY) -m tests.production_profile $(PYTEST_ARGS)
+	PYTHONUNBUFFERED=1 $(PY) -m pytest -m "not production" $(PYTEST_ARGS)
+	PYTHONUNBUFFERED=1 $(PY) -m tests.production_profile $(PYTEST_ARGS)
 
 format: $(VENV)/.dev
 	$(VENV)/bin/ruff check --fix .

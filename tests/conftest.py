@@ -2,14 +2,51 @@
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import os
 import subprocess
 import sys
+import threading
+import traceback
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# Seconds before pytest-timeout ends a hung run at which its pending asyncio tasks are
+# printed: the thread stacks it prints then show only an event loop waiting, not on what.
+TASK_DUMP_LEAD = 20.0
+_task_dump = pytest.StashKey[threading.Timer]()
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_timeout_set_timer(item: pytest.Item, settings) -> None:
+    if settings.timeout and settings.timeout > TASK_DUMP_LEAD:
+        timer = threading.Timer(settings.timeout - TASK_DUMP_LEAD, _print_pending_tasks, [item])
+        timer.daemon = True
+        timer.start()
+        item.stash[_task_dump] = timer
+    # None: pytest-timeout's own timer is set as well.
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_timeout_cancel_timer(item: pytest.Item) -> None:
+    timer = item.stash.get(_task_dump, None)
+    if timer is not None:
+        timer.cancel()
+
+
+def _print_pending_tasks(item: pytest.Item) -> None:
+    out = sys.__stderr__
+    out.write(f"\n+++ pending asyncio tasks of {item.nodeid}, each where it waits +++\n")
+    for task in [obj for obj in gc.get_objects() if isinstance(obj, asyncio.Task)]:
+        if not task.done():
+            out.write(f"{task!r}\n")
+            for frame in task.get_stack():
+                out.write("".join(traceback.format_stack(frame, limit=1)))
+    out.flush()
 
 
 def child_environment() -> dict[str, str]:
