@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -23,7 +24,6 @@ from tests.factories import (
     schedule_of,
 )
 from tests.scheduler.conftest import pooled_scheduler
-from tests.scheduler.test_held import StillClock
 from tests.taskapp import tasks as test_tasks
 
 
@@ -55,6 +55,17 @@ async def test_nothing_runs_before_its_slot(scheduler, clock, settings) -> None:
     assert await runs_of("later") == []
     # The loop sleeps until the slot less the claim's lead, not a fixed tick.
     assert delay == pytest.approx(0.95)
+
+
+class SteppedClock(FakeClock):
+    """Waits end once a test moves the clock past them (or they are woken)."""
+
+    async def wait(self, seconds: float, wake: asyncio.Event) -> None:
+        self.waits.append(seconds)
+        until = self.current + timedelta(seconds=seconds)
+        while self.current < until and not wake.is_set():
+            await asyncio.sleep(0.001)
+        wake.clear()
 
 
 def noting_starts(scheduler, clock) -> list:
@@ -103,7 +114,7 @@ async def test_a_run_cancelled_while_it_waits_for_its_slot_never_starts(
     settings, transactional_db
 ) -> None:
     settings.SILLO_CLAIM_AHEAD = 0.05
-    clock = StillClock()  # the wait for the slot lasts until the run is cancelled
+    clock = SteppedClock()  # never moved: the wait for the slot lasts until the run is cancelled
     scheduler = Scheduler(clock=clock, tasks=registry, executor=inline_executor())
     await scheduler.start()
     try:
@@ -308,30 +319,26 @@ async def test_a_pass_reads_the_queue_only_when_it_may_have_changed(
     assert manual.status == RunStatus.SUCCEEDED
 
 
-class SteppedClock(FakeClock):
-    """Waits end once a test moves the clock past them (or they are woken)."""
-
-    async def wait(self, seconds: float, wake: asyncio.Event) -> None:
-        self.waits.append(seconds)
-        until = self.current + timedelta(seconds=seconds)
-        while self.current < until and not wake.is_set():
-            await asyncio.sleep(0.001)
-        wake.clear()
-
-
+@asynccontextmanager
 async def claimed_ahead_beside_an_idle_worker():
     """A scheduler with one worker process, up and idle, and the run of schedule "soon"
     claimed 30 ms ahead of its slot (T0 + 600 s), waiting for it: (scheduler, clock).
-    Shut down when the test ends."""
+    Shut down when the block ends, its slot passed first (a failed assertion included:
+    the wait would otherwise hold the shutdown for ever)."""
     clock = SteppedClock()
     async for scheduler in pooled_scheduler(clock, workers=1):
-        await create("soon", "test.echo", every(300))
-        clock.advance(300)
-        await scheduler.run_pass()
-        await scheduler.wait_idle()  # the worker is up and idle
-        clock.advance(300 - 0.03)
-        await scheduler.run_pass()  # claims the next slot ahead; its run waits for it
-        yield scheduler, clock
+        try:
+            await create("soon", "test.echo", every(300))
+            clock.advance(300)
+            await scheduler.run_pass()
+            await scheduler.wait_idle()  # the worker is up and idle
+            clock.advance(300 - 0.03)
+            await scheduler.run_pass()  # claims the next slot ahead; its run waits for it
+            yield scheduler, clock
+        finally:
+            if not scheduler._stopping:
+                clock.advance(1)
+                await scheduler.shutdown()
 
 
 async def test_a_run_claimed_ahead_still_starts_at_its_slot_when_its_scheduler_stops(
@@ -340,7 +347,7 @@ async def test_a_run_claimed_ahead_still_starts_at_its_slot_when_its_scheduler_s
     """Not sent back to the queue as a run waiting for a worker is: a slot due at the
     stop would then run whenever a scheduler next started, past its misfire rules."""
     settings.SILLO_CLAIM_AHEAD = 0.05
-    async for scheduler, clock in claimed_ahead_beside_an_idle_worker():
+    async with claimed_ahead_beside_an_idle_worker() as (scheduler, clock):
         stopping = asyncio.create_task(scheduler.shutdown())
         for _ in range(20):
             await asyncio.sleep(0.001)
@@ -360,7 +367,7 @@ async def test_runs_claimed_ahead_do_not_count_as_waiting_for_a_worker(
     runs a steady load claims ahead kept them gathering for seconds, and one batch of
     hundreds then held the database thread, and the claims behind it."""
     settings.SILLO_CLAIM_AHEAD = 0.05
-    async for scheduler, clock in claimed_ahead_beside_an_idle_worker():
+    async with claimed_ahead_beside_an_idle_worker() as (scheduler, clock):
         assert scheduler.launched_in_workers() == 1
         assert not scheduler.runs_wait()
         clock.advance(0.03)
@@ -415,7 +422,7 @@ async def waiting_for_its_slot(settings, transactional_db):
     slot as long as a test likes (services stamp the real time)."""
     settings.SILLO_CLAIM_AHEAD = 0.05
     start = datetime.now(UTC)
-    clock = StillClock(start)
+    clock = SteppedClock(start)  # never moved past the slot: the run waits until cancelled
     scheduler = Scheduler(clock=clock, tasks=registry, executor=inline_executor())
     await scheduler.start()
     yield scheduler, clock, start
