@@ -16,7 +16,7 @@ import threading
 
 from django.utils import timezone
 
-from . import instances
+from . import hints, instances
 from .engine import Scheduler
 
 logger = logging.getLogger(__name__)
@@ -50,7 +50,14 @@ class WorkerRuntime:
         return f"run {run_id} done"
 
     def close(self) -> None:
-        """At process exit: say this worker stopped (thread pools are already gone)."""
+        """At process exit: say this worker stopped (thread pools are already gone).
+
+        Its loop ends with it, tasks first: a stopped loop left open with tasks
+        pending is ended by the garbage collector whenever it runs, on whichever
+        thread, closing those tasks' coroutines there (a test process goes on
+        running other event loops meanwhile).
+        """
+        hints.unregister(self.scheduler)
         self.beat.cancel()
         closing = self.scheduler.announcer.close(timeout=1.0)  # the line's task ends with it
         try:
@@ -64,11 +71,38 @@ class WorkerRuntime:
             except Exception as exc:  # a loop blocked past the wait: stop it where it is
                 future.cancel()
                 logger.debug("run announcements of worker not closed: %s", exc)
-        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._end_loop()
         try:
             instances.stop_instance(instance_id=self.scheduler.instance_id, now=timezone.now())
         except Exception as exc:  # at exit the database may be gone; the heartbeat then lapses
             logger.warning("could not mark worker %s stopped: %s", self.scheduler.instance_id, exc)
+
+    def _end_loop(self) -> None:
+        """Stop the loop and close it, its background tasks cancelled first. A run still
+        in flight is left as it was (its record lapses to `interrupted` with the
+        heartbeat), and so is the loop it needs."""
+        runs = list(self.scheduler.in_flight.values())
+        ending = _cancel_all_but(runs)
+        try:
+            asyncio.run_coroutine_threadsafe(ending, self.loop).result(timeout=2.0)
+        except RuntimeError:  # the loop is closed already (a late exit)
+            ending.close()
+            return
+        except Exception as exc:  # blocked past the wait: stop it where it is
+            logger.debug("background tasks of worker not ended: %s", exc)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=2.0)
+        if not self.thread.is_alive() and not any(not run.done() for run in runs):
+            self.loop.close()
+
+
+async def _cancel_all_but(kept: list[asyncio.Task]) -> None:
+    """Cancel the running loop's other tasks and wait (1 s at most) until they end."""
+    tasks = asyncio.all_tasks() - {asyncio.current_task(), *kept}
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        await asyncio.wait(tasks, timeout=1.0)
 
 
 _runtime: WorkerRuntime | None = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 
 import pytest
@@ -97,3 +98,24 @@ def test_a_worker_run_a_rate_limit_defers_goes_back_to_its_pool_for_later() -> N
     tasks = DBTaskResult.objects.filter(args_kwargs__args=[second.pk]).order_by("enqueued_at")
     assert tasks.count() == 2  # enqueued when made, and again when deferred
     assert tasks.last().run_after == second.not_before
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_closed_worker_runtime_leaves_no_loop_task_or_hint_behind() -> None:
+    """A stopped loop left open is ended by the garbage collector whenever it runs, on
+    whichever thread, closing its pending tasks' coroutines there; and a scheduler left
+    registered is woken by every hint of the process after its worker closed."""
+    from schedules.scheduler import hints
+    from schedules.scheduler.worker import close_worker_runtime, worker_runtime
+
+    close_worker_runtime()  # an earlier test's, whose record this test's database lacks
+    runtime = worker_runtime()
+    loop, scheduler = runtime.loop, runtime.scheduler
+    assert scheduler in hints._local
+    close_worker_runtime()
+    assert loop.is_closed()
+    assert not runtime.thread.is_alive()
+    assert all(task.done() for task in asyncio.all_tasks(loop))  # its heartbeat included
+    assert scheduler not in hints._local
+    [record] = SchedulerInstance.objects.filter(pk=scheduler.instance_id)
+    assert record.stopped_at is not None
