@@ -52,10 +52,10 @@ class WorkerRuntime:
     def close(self) -> None:
         """At process exit: say this worker stopped (thread pools are already gone).
 
-        Its loop ends with it, tasks first: a stopped loop left open with tasks
-        pending is ended by the garbage collector whenever it runs, on whichever
-        thread, closing those tasks' coroutines there (a test process goes on
-        running other event loops meanwhile).
+        Its loop ends with it, background tasks first: a stopped loop left open with
+        tasks pending is ended by the garbage collector whenever it runs, on whichever
+        thread, closing those tasks' coroutines there (a test process goes on running
+        other event loops meanwhile).
         """
         hints.unregister(self.scheduler)
         self.beat.cancel()
@@ -78,13 +78,13 @@ class WorkerRuntime:
             logger.warning("could not mark worker %s stopped: %s", self.scheduler.instance_id, exc)
 
     def _end_loop(self) -> None:
-        """Stop the loop and close it, its background tasks cancelled first. A run still
-        in flight is left as it was (its record lapses to `interrupted` with the
-        heartbeat), and so is the loop it needs."""
-        runs = list(self.scheduler.in_flight.values())
-        ending = _cancel_all_but(runs)
+        """Stop the loop and close it, its background tasks cancelled first. With a run
+        still in flight nothing is cancelled (what it waits on would be) and the loop
+        is only stopped, as before: its record lapses to `interrupted`."""
+        ending = _cancel_background(self.scheduler)
+        idle = False
         try:
-            asyncio.run_coroutine_threadsafe(ending, self.loop).result(timeout=2.0)
+            idle = asyncio.run_coroutine_threadsafe(ending, self.loop).result(timeout=2.0)
         except RuntimeError:  # the loop is closed already (a late exit)
             ending.close()
             return
@@ -92,17 +92,21 @@ class WorkerRuntime:
             logger.debug("background tasks of worker not ended: %s", exc)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout=2.0)
-        if not self.thread.is_alive() and not any(not run.done() for run in runs):
+        if idle and not self.thread.is_alive():
             self.loop.close()
 
 
-async def _cancel_all_but(kept: list[asyncio.Task]) -> None:
-    """Cancel the running loop's other tasks and wait (1 s at most) until they end."""
-    tasks = asyncio.all_tasks() - {asyncio.current_task(), *kept}
+async def _cancel_background(scheduler: Scheduler) -> bool:
+    """Unless a run is in flight, cancel the loop's other tasks (the heartbeat, the
+    recorder's, the pruner's) and wait up to 1 s for them; whether it did."""
+    if scheduler.in_flight:
+        return False
+    tasks = asyncio.all_tasks() - {asyncio.current_task()}
     for task in tasks:
         task.cancel()
     if tasks:
         await asyncio.wait(tasks, timeout=1.0)
+    return True
 
 
 _runtime: WorkerRuntime | None = None
