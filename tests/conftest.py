@@ -18,24 +18,37 @@ ROOT = Path(__file__).resolve().parent.parent
 # Seconds before pytest-timeout ends a hung run at which its pending asyncio tasks are
 # printed: the thread stacks it prints then show only an event loop waiting, not on what.
 TASK_DUMP_LEAD = 20.0
-_task_dump = pytest.StashKey[threading.Timer]()
+# pytest-timeout cancels its timer once a test has failed, so a teardown that then hangs
+# (a scheduler's shutdown waiting on a slot the failed test never reached) would hold CI
+# to its limit: this much after the timeout, the watch below ends the run as it would.
+BACKSTOP = 30.0
+_watched = pytest.StashKey[threading.Event]()
 
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)
 def pytest_timeout_set_timer(item: pytest.Item, settings) -> None:
-    if settings.timeout and settings.timeout > TASK_DUMP_LEAD:
-        timer = threading.Timer(settings.timeout - TASK_DUMP_LEAD, _print_pending_tasks, [item])
-        timer.daemon = True
-        timer.start()
-        item.stash[_task_dump] = timer
+    if settings.timeout and settings.timeout > TASK_DUMP_LEAD and settings.method == "thread":
+        done = item.stash[_watched] = threading.Event()
+        threading.Thread(target=_watch, args=(item, settings, done), daemon=True).start()
     # None: pytest-timeout's own timer is set as well.
 
 
-@pytest.hookimpl(tryfirst=True, optionalhook=True)
-def pytest_timeout_cancel_timer(item: pytest.Item) -> None:
-    timer = item.stash.get(_task_dump, None)
-    if timer is not None:
-        timer.cancel()
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    yield  # setup, call and teardown
+    done = item.stash.get(_watched, None)
+    if done is not None:
+        done.set()
+
+
+def _watch(item: pytest.Item, settings, done: threading.Event) -> None:
+    if done.wait(settings.timeout - TASK_DUMP_LEAD):
+        return
+    _print_pending_tasks(item)
+    if not done.wait(TASK_DUMP_LEAD + BACKSTOP):
+        from pytest_timeout import timeout_timer
+
+        timeout_timer(item, settings)  # captured output, every thread's stack, exit 1
 
 
 def _print_pending_tasks(item: pytest.Item) -> None:
