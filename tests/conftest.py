@@ -1,4 +1,5 @@
-"""Shared fixtures: the repository root and a way to run manage.py for real."""
+"""Shared fixtures and hooks: the repository root, a way to run manage.py for real, and a
+watch that ends a hung test run with its evidence (pending asyncio tasks, every stack)."""
 
 from __future__ import annotations
 
