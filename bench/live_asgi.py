@@ -35,8 +35,8 @@ class BareConsumer(AsyncWebsocketConsumer):
     async def disconnect(self, code: int) -> None:
         await self.channel_layer.group_discard(ALL_RUNS_GROUP, self.channel_name)
 
-    async def run_event(self, event: dict) -> None:
-        await self.send(text_data=json.dumps(event["run"]))
+    async def run_events(self, message: dict) -> None:
+        await self.send(text_data=json.dumps(message["runs"]))
 
 
 application = ProtocolTypeRouter(

@@ -3,17 +3,18 @@
 Starts a throwaway Redis (the channel layer that carries events between
 processes in production) and a daphne server with the product's ASGI
 application, then for each view connects 50 authenticated websocket clients
-(a separate process) and publishes run events at 500 a second with the
-scheduler's own `publish_run` (for the list, each after counting the run on
-its schedule's record, `run_count`, as recording an outcome does). The events
-go round the 50 schedules of one list page:
+(a separate process) and announces run events at 500 a second through the
+scheduler's own line of announcements, which sends them in batches (for the
+list, each after counting the run on its schedule's record, `run_count`, as
+recording an outcome does). The events go round the 50 schedules of one list
+page:
 
-- bare: a consumer that forwards the event as JSON, no rendering (the floor
-  that Channels, Redis and daphne set; bench/live_asgi.py); one message per
-  event, and a client's messages for a schedule arrive in publishing order
-  (one channel per client), so the k-th is matched to the k-th event;
-- live log: the live log page's stream (a row rendered from the event), one
-  message per event, matched the same way;
+- bare: a consumer that forwards each batch as JSON, no rendering (the floor
+  that Channels, Redis and daphne set; bench/live_asgi.py); a frame per batch,
+  and a client's events for a schedule arrive in publishing order (one channel
+  per client), so the k-th is matched to the k-th event;
+- live log: the live log page's stream (a row rendered from each event, a
+  frame per batch), matched the same way;
 - schedules list: the list page's stream for that page. A row is re-rendered
   from the database, and events that arrive while a row renders share the
   next render (docs/dashboard.md), so there are fewer messages than events:
@@ -21,7 +22,7 @@ go round the 50 schedules of one list page:
   it (the row's run count), and one no row counts is not delivered.
 
 Delivered is the share of (event, client) pairs that arrived; delay is from
-just before the event was counted (the list) and published to its arrival. After a
+just before the event was counted (the list) and announced to its arrival. After a
 warm-up, each window is a repetition. Not a test: nothing here asserts.
 
     python bench/live_log.py [--quick] [--json FILE]
@@ -85,12 +86,14 @@ async def clients(url: str, origin: str, cookie: str, count: int, out: Path) -> 
         with contextlib.suppress(Exception):
             async for message in ws:
                 at = time.time()
+                # A frame carries a batch: every event of it, in order.
                 for pattern in KEYS:
-                    found = pattern.search(message)
-                    if found:
-                        counted = RUN_COUNT.search(message)
+                    found = list(pattern.finditer(message))
+                    for match in found:
+                        counted = RUN_COUNT.search(message, match.end())
                         runs = int(counted.group(1)) if counted else None
-                        received.append((index, int(found.group(1)), at, runs))
+                        received.append((index, int(match.group(1)), at, runs))
+                    if found:
                         break
 
     listeners = [asyncio.create_task(listen(i, ws)) for i, ws in enumerate(sockets)]
@@ -153,12 +156,13 @@ async def publish(schedule_ids: list[int], rate: float, count_runs: bool) -> lis
     from asgiref.sync import sync_to_async
     from django.db.models import F
 
-    from schedules.events import publish_run
     from schedules.models import Run, Schedule
+    from schedules.scheduler.announcer import Announcer
 
     count = sync_to_async(
         lambda pk: Schedule.objects.filter(pk=pk).update(run_count=F("run_count") + 1)
     )
+    announcer = Announcer()  # the scheduler's own line (batches, docs/dashboard.md)
     sent = []
     began = time.monotonic()
     for seq, schedule_id in enumerate(schedule_ids):
@@ -170,7 +174,8 @@ async def publish(schedule_ids: list[int], rate: float, count_runs: bool) -> lis
         sent.append(time.time())
         if count_runs:
             await count(schedule_id)
-        await publish_run(run)
+        announcer.announce(run)
+    await announcer.close(timeout=30)
     return sent
 
 

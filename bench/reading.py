@@ -235,8 +235,10 @@ def live_reading(live: dict) -> str | None:
         f"**Live views.** The least complete stream delivered {100 * least:.1f}% of the "
         f"events; p99 delay: {delays}{above}."
         + background(
-            "the difference over bare forwarding is the rendering of rows; a list page "
-            "subscribes to its own page's schedules only (docs/dashboard.md)."
+            "the difference over bare forwarding is the rendering of rows; the scheduler "
+            "sends run events in batches, one message a group every 50 ms at most, and a "
+            "list page takes the all-runs batches and keeps its own rows "
+            "(docs/dashboard.md)."
         )
     )
 

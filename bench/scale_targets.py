@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from big_burst_report import big_burst_target
 from ceiling_report import ceiling_target
+from formatting import median
 from verdicts import (
     INCOMPLETE,
     NOT_MEASURED,
@@ -111,9 +112,12 @@ def live_row(data: dict | None) -> list[str]:
     settings, views = data["settings"], data["views"]
     least = min(views, key=lambda view: views[view]["delivered"])
     delivered = views[least]["delivered"]
+    p99 = {name: median(view.get("delay_p99_ms")) for name, view in views.items()}
+    slowest = max(p99, key=lambda name: -1 if p99[name] is None else p99[name])
+    delay = "none delivered" if p99[slowest] is None else f"{p99[slowest]:.0f} ms ({slowest})"
     measured = (
         f"at {settings['clients']} clients and {settings['rate']:.0f} events/s: the least "
-        f"complete view ({least}) delivered {delivered:.1%}"
+        f"complete view ({least}) delivered {delivered:.1%}; the slowest p99 delay {delay}"
     )
     at_scale = settings["clients"] >= 50 and settings["rate"] >= 500
     if delivered < 1:

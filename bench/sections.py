@@ -344,12 +344,14 @@ def live_section(data: dict) -> tuple[str, dict]:
         )
     text = (
         f"{settings['clients']} authenticated websocket clients on one daphne, "
-        f"{settings['rate']:.0f} run events a second published by the scheduler's own "
-        "`publish_run` through Redis (channels_redis), going round the 50 schedules of one list "
-        f"page. {shape['windows']} windows of {shape['window']:g} s after a {shape['warmup']:g} s "
-        "warm-up; delivered: (event, client) pairs that arrived ÷ events × clients; delay from "
-        "publishing to arrival in ms, median of the windows [min–max]. The bare stream forwards "
-        "events without rendering: the floor set by Channels, Redis and daphne.\n\n"
+        f"{settings['rate']:.0f} run events a second announced through the scheduler's own "
+        "line of announcements (`Announcer`, which sends them in batches: at most one message "
+        "a group every 50 ms) over Redis (channels_redis), going round the 50 schedules of one "
+        f"list page. {shape['windows']} windows of {shape['window']:g} s after a "
+        f"{shape['warmup']:g} s warm-up; delivered: (event, client) pairs that arrived ÷ "
+        "events × clients; delay from announcing to arrival in ms, median of the windows "
+        "[min–max]. The bare stream forwards each batch without rendering: the floor set by "
+        "Channels, Redis and daphne.\n\n"
         + table(
             ["stream", "delivered", "events", "delay p50 ms", "delay p99 ms", "delay max ms"], rows
         )

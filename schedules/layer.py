@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -55,6 +55,20 @@ async def send_to_groups(groups: Iterable[str], message: dict[str, Any], *, what
     async def send(layer: Any) -> None:
         for group in groups:
             await layer.group_send(group, message)
+
+    await _bounded(send, f"{what} not published")
+
+
+async def send_to_each_group(messages: Mapping[str, dict[str, Any]], *, what: str) -> None:
+    """Send each group its own message, all within one time bound."""
+    wanted = set(listened(messages))
+    if not wanted:
+        return
+
+    async def send(layer: Any) -> None:
+        for group, message in messages.items():
+            if group in wanted:
+                await layer.group_send(group, message)
 
     await _bounded(send, f"{what} not published")
 

@@ -582,6 +582,21 @@ def test_live_views_below_the_issues_load_are_not_met_and_lost_events_miss():
     assert live(1.0, 50, 500.0) == "met"
 
 
+def test_the_live_views_row_names_the_slowest_p99_delay():
+    data = {
+        "settings": {"clients": 50, "rate": 500.0},
+        "views": {
+            "live log": {"delivered": 1.0, "delay_p99_ms": {"median": 240.0}},
+            "schedules list": {"delivered": 1.0, "delay_p99_ms": {"median": 786.4}},
+            "bare": {"delivered": 1.0, "delay_p99_ms": None},
+        },
+    }
+    measured, verdict = next(row for text, row in scale_rows({"live_data": data}).items()
+                             if text.startswith("live views"))  # fmt: skip
+    assert measured.endswith("the slowest p99 delay 786 ms (schedules list)")
+    assert verdict == "met"
+
+
 def test_the_quick_run_is_judged_on_the_sum_of_its_benchmarks_durations():
     def duration(*seconds: float, quick: bool = True) -> tuple[str, str]:
         runs = {f"b{i}": {"seconds": s, "quick": quick, "ok": True} for i, s in enumerate(seconds)}

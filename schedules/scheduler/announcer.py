@@ -14,6 +14,14 @@ A run's event still waiting when the run changes again is replaced in its place
 by the newer one: pages show a run as it is, so in a burst that outpaces the
 layer (a thousand runs over Redis) each run costs a send or two, not one per
 step it went through.
+
+Run events go out in batches (schedules/events.py, `publish_run_events`): the
+sender takes every run event waiting at the head of the line, up to BATCH, and
+after sending them pauses PACE before it looks again. An event that finds the
+line idle goes out at once; under load the events of each PACE share one
+message per group. Every message costs each open page's socket a trip through
+the channel layer and the web server: one message per event sent 25,000 a
+second to 50 pages at 500 runs a second, and the pages got under 1% of them.
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TYPE_CHECKING
 
-from ..events import RunEvent, publish_output, publish_run_event, run_groups
+from ..events import RunEvent, publish_output, publish_run_events, run_groups
 from ..layer import listened
 
 if TYPE_CHECKING:
@@ -36,6 +44,8 @@ logger = logging.getLogger(__name__)
 
 LIMIT = 10_000
 DROP_LOG_EVERY = 60.0
+BATCH = 200  # run events a message carries at most (a few hundred bytes each)
+PACE = 0.05  # seconds between batches: a page gets at most 20 messages a second
 
 
 class _RunEntry:
@@ -46,13 +56,20 @@ class _RunEntry:
     def __init__(self, event: RunEvent) -> None:
         self.event = event
 
-    async def __call__(self) -> None:
-        await publish_run_event(self.event)
+
+Announcement = _RunEntry | Callable[[], Awaitable[None]]  # a run's event, or a send
 
 
 class Announcer:
-    def __init__(self, limit: int = LIMIT) -> None:
-        self._line: deque[Callable[[], Awaitable[None]]] = deque()
+    def __init__(
+        self,
+        limit: int = LIMIT,
+        *,
+        pace: float = PACE,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self._line: deque[Announcement] = deque()
+        self._pace, self._sleep = pace, sleep
         self._entry_of_run: dict[int, _RunEntry] = {}  # run id -> its event waiting in the line
         self._limit = limit
         self._dropped = 0
@@ -93,7 +110,7 @@ class Announcer:
         if self._sender is not None:
             self._sender.cancel()
 
-    def _add(self, send: Callable[[], Awaitable[None]]) -> None:
+    def _add(self, send: Announcement) -> None:
         if len(self._line) >= self._limit:
             self._forget(self._line.popleft())
             self._dropped += 1
@@ -108,17 +125,38 @@ class Announcer:
         while True:
             await self._waiting.wait()
             while self._line:
-                send = self._line.popleft()
-                self._forget(send)  # taken: a newer event of its run goes after it
+                head = self._line[0]
+                if isinstance(head, _RunEntry):
+                    send = partial(publish_run_events, self._take_batch())
+                else:
+                    send = self._line.popleft()
                 try:
                     await send()  # bounded (schedules/layer.py)
                 except Exception:  # the line must outlive any one announcement
                     logger.exception("a run announcement failed")
-            self._log_drops(at_once=True)
+                if isinstance(head, _RunEntry):
+                    if not self._line:
+                        self._idle()
+                    await self._sleep(self._pace)  # what comes meanwhile shares a batch
+            self._idle()
+
+    def _take_batch(self) -> list[RunEvent]:
+        """The run events at the head of the line, up to BATCH; a newer event of any
+        of their runs goes after them."""
+        batch: list[RunEvent] = []
+        while self._line and isinstance(self._line[0], _RunEntry) and len(batch) < BATCH:
+            entry = self._line.popleft()
+            self._forget(entry)
+            batch.append(entry.event)
+        return batch
+
+    def _idle(self) -> None:
+        self._log_drops(at_once=True)
+        if not self._line:
             self._waiting.clear()
             self._emptied.set()
 
-    def _forget(self, send: Callable[[], Awaitable[None]]) -> None:
+    def _forget(self, send: Announcement) -> None:
         if isinstance(send, _RunEntry) and self._entry_of_run.get(send.event.id) is send:
             del self._entry_of_run[send.event.id]
 

@@ -23,6 +23,7 @@ from ..events import (
     ScheduleEvent,
     run_group,
     schedule_group,
+    unmarshal_run_events,
 )
 from ..run_filters import RunFilters
 from . import fragments
@@ -61,6 +62,7 @@ class RunEventsConsumer(AsyncWebsocketConsumer):
             self.view = "log"
         schedule = parse_id((query.get("schedule") or [""])[0])
         page = parse_ids((query.get("schedules") or [""])[0].split(","), MAX_PAGE_SCHEDULES)
+        self.page = frozenset(page[:MAX_PAGE_SCHEDULES])  # a list page's schedules
         self.run_id = parse_id((query.get("run") or [""])[0])
         self.output_at = parse_id((query.get("offset") or [""])[0]) or 0
         if self.view == "run":
@@ -79,8 +81,9 @@ class RunEventsConsumer(AsyncWebsocketConsumer):
             self.shown = set(parse_ids((query.get("rows") or [""])[0].split(","), 200))
             self.groups = [ALL_RUNS_GROUP]
         elif self.view == "list":
-            self.groups = [schedule_group(i) for i in page[:MAX_PAGE_SCHEDULES]]
-            self.groups.append(SCHEDULES_GROUP)  # new schedules: a notice
+            # Every run event and schedule change, kept for the page's rows: one message
+            # a batch, where a group per row sent one per row (docs/dashboard.md).
+            self.groups = [ALL_RUNS_GROUP, SCHEDULES_GROUP]
         else:
             self.groups = [ALL_RUNS_GROUP]
         # Rows show buttons by permission: users who may do the same share renders.
@@ -142,39 +145,50 @@ class RunEventsConsumer(AsyncWebsocketConsumer):
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         """Actions go through HTTP (with CSRF and permissions); input here is ignored."""
 
-    async def run_event(self, message: dict) -> None:
-        event = RunEvent.unmarshal(message)
-        if self.view == "run":
-            if event.id == self.run_id:
-                await self._send_fragment(fragments.run_page_state, event)
-            return
-        if self.view == "runs":
-            await self._runs_page_event(event)
-            return
+    async def run_events(self, message: dict) -> None:
+        """A batch of run events (schedules/events.py): one frame back, whatever its size.
+
+        htmx swaps each top-level element of a frame by itself, in order, so the
+        fragments of a batch are sent joined."""
         if self.view == "list":
-            self._send_row_when_rendered(event)
+            for event in unmarshal_run_events(message, schedule_ids=self.page):
+                self._send_row_when_rendered(event)
             return
-        try:
-            if self.view == "log":
-                html = await fragments.log_row(event)
-            else:
-                html = await fragments.run_now_state(event, self.scope["user"], self.abilities)
-        except Exception:
-            logger.exception("live fragment for run %s not rendered", event.id)
+        events = unmarshal_run_events(message)
+        if not events:
             return
+        if self.view == "run":
+            mine = [event for event in events if event.id == self.run_id]
+            if mine:  # the page shows the run as it is now: the latest event says enough
+                await self._send_fragment(fragments.run_page_state, mine[-1])
+            return
+        if self.view == "detail":  # the run-now control, after the latest event
+            await self._send_fragment(fragments.run_now_state, events[-1])
+            return
+        parts = []
+        for event in events:
+            try:
+                if self.view == "runs":
+                    parts.append(await self._runs_page_row(event))
+                else:
+                    parts.append(await fragments.log_row(event))
+            except Exception:
+                logger.exception("live fragment for run %s not rendered", event.id)
+        html = "".join(parts)
         if html:
             await self.send(text_data=html)
 
-    async def _runs_page_event(self, event: RunEvent) -> None:
+    # A single event, sent by a process from before batches.
+    run_event = run_events
+
+    async def _runs_page_row(self, event: RunEvent) -> str:
         """A row shown on the page is updated; a new matching run goes on top, once."""
         if event.id in self.shown:
-            html = await fragments.run_row(event, prepend=False)
-        elif event.id > self.after and self.filters.matches(event):
+            return await fragments.run_row(event, prepend=False)
+        if event.id > self.after and self.filters.matches(event):
             self.shown.add(event.id)
-            html = await fragments.run_row(event, prepend=True)
-        else:
-            return
-        await self.send(text_data=html)
+            return await fragments.run_row(event, prepend=True)
+        return ""
 
     async def _send_fragment(self, render, event: RunEvent) -> None:
         try:
@@ -190,6 +204,8 @@ class RunEventsConsumer(AsyncWebsocketConsumer):
         event = ScheduleEvent.unmarshal(message)
         if self.view not in ("list", "detail"):
             return
+        if self.view == "list" and event.action != "create" and event.schedule_id not in self.page:
+            return  # another page's row
         user = self.scope["user"]
         try:
             html = await fragments.schedule_change(

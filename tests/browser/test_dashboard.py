@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from channels.testing import WebsocketCommunicator
 from playwright.sync_api import expect
 
 from .conftest import htmx_idle, log_in
@@ -70,6 +73,58 @@ def test_the_live_log_receives_events_from_another_page(page, server, context) -
     page.click("button:has-text('Run now')")
     expect(log.locator("tr.log-row")).to_have_count(before + 1, timeout=5000)
     expect(log.locator("tr.log-row").first).to_contain_text("slow-report")
+
+
+def test_a_frame_of_batched_run_events_shows_a_row_for_each(
+    page, server, django_db_blocker
+) -> None:
+    """A busy scheduler sends run events in batches, and the consumer answers a batch
+    with one frame: the browser's htmx must swap every row of it, newest on top."""
+    sockets = []
+
+    def through(ws) -> None:
+        ws.connect_to_server()  # the server's own frames still flow
+        sockets.append(ws)
+
+    page.route_web_socket(re.compile(r"/ws/runs/"), through)
+    log_in(page, server, "viewer")
+    page.goto(f"{server.url}/live/")
+    expect(page.get_by_test_id("ws-state")).to_have_text("live")
+    # Playwright's loop holds this thread. The consumer reads no record, but Channels
+    # checks the health of a database connection its threads may hold from earlier tests.
+    with ThreadPoolExecutor(1) as aside, django_db_blocker.unblock():
+        frame = aside.submit(asyncio.run, consumer_frame([9_000_001, 9_000_002, 9_000_003]))
+        frame = frame.result(timeout=30)
+    sockets[-1].send(frame)
+    rows = page.locator('tr.log-row[data-run^="900000"]')  # not the server's own runs
+    expect(rows).to_have_count(3)
+    shown = [rows.nth(i).get_attribute("data-run") for i in range(3)]
+    assert shown == ["9000003", "9000002", "9000001"]
+    expect(rows.first).to_contain_text("batched-9000003")
+
+
+async def consumer_frame(run_ids: list[int]) -> str:
+    """What the product's consumer sends a live log for one batch of these runs."""
+    from django.contrib.auth import get_user_model
+    from django.utils import timezone
+
+    from schedules.events import RunEvent, publish_run_events
+    from schedules.web.consumers import RunEventsConsumer
+
+    comm = WebsocketCommunicator(RunEventsConsumer.as_asgi(), "/ws/runs/?view=log")
+    comm.scope["user"] = get_user_model()(username="root", is_superuser=True, is_active=True)
+    assert (await comm.connect())[0]
+    now = timezone.now()
+    events = [
+        RunEvent(id=pk, schedule_id=None, schedule_code=f"batched-{pk}", task_name="test.echo",
+                 status="succeeded", reason="scheduled", attempt=1, slot=now, queued_at=now,
+                 started_at=now, finished_at=now, duration_ms=3, error="", scheduler="s")
+        for pk in run_ids
+    ]  # fmt: skip
+    await publish_run_events(events)
+    frame = await comm.receive_from(timeout=5)
+    await comm.disconnect()
+    return frame
 
 
 def test_orphans_and_duplicates_are_flagged_and_cannot_run(page, server, artifacts) -> None:

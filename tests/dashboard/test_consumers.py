@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
 from django.template.loader import render_to_string
 
-from schedules.events import publish_run
+from schedules.events import ALL_RUNS_GROUP, RunEvent, publish_run, publish_run_events
 from schedules.models import Run, RunStatus, Schedule
 from schedules.web import fragments
 from schedules.web.consumers import RunEventsConsumer
@@ -72,6 +74,37 @@ async def test_the_log_view_receives_every_run_as_a_row() -> None:
     await comm.disconnect()
 
 
+async def test_a_batch_of_run_events_reaches_the_log_as_one_frame_in_order() -> None:
+    """A busy scheduler sends a batch of events in one message: the page gets one frame
+    with a row for each, in the order they happened (htmx swaps each in turn)."""
+    viewer = await sync_to_async(member)("viewer", "Viewers")
+    schedule = await sync_to_async(make_schedule)("nightly", "test.echo", every(60))
+    comm = communicator("/ws/runs/?view=log", viewer)
+    assert (await comm.connect())[0]
+    runs = [await make_run(schedule, RunStatus.SUCCEEDED) for _ in range(3)]
+    await publish_run_events([RunEvent.from_run(run) for run in runs])
+    html = await comm.receive_from(timeout=2)
+    shown = [int(pk) for pk in re.findall(r'data-run="(\d+)"', html)]
+    assert shown == [run.pk for run in runs]
+    assert html.count('hx-swap-oob="afterbegin"') == 3
+    assert await comm.receive_nothing(timeout=0.3)
+    await comm.disconnect()
+
+
+async def test_a_single_run_event_from_an_older_process_still_shows() -> None:
+    from channels.layers import get_channel_layer
+
+    viewer = await sync_to_async(member)("viewer", "Viewers")
+    schedule = await sync_to_async(make_schedule)("nightly", "test.echo", every(60))
+    comm = communicator("/ws/runs/?view=log", viewer)
+    assert (await comm.connect())[0]
+    run = await make_run(schedule, RunStatus.FAILED)
+    await get_channel_layer().group_send(ALL_RUNS_GROUP, RunEvent.from_run(run).marshal())
+    html = await comm.receive_from(timeout=2)
+    assert f'data-run="{run.pk}"' in html and "failed" in html
+    await comm.disconnect()
+
+
 async def test_a_schedule_stream_gets_only_that_schedule() -> None:
     viewer = await sync_to_async(member)("viewer", "Viewers")
     mine = await sync_to_async(make_schedule)("mine", "test.echo", every(60))
@@ -113,6 +146,34 @@ async def test_the_list_view_gets_only_the_schedules_of_its_page() -> None:
     html = await comm.receive_from(timeout=2)
     assert f'id="schedule-row-{shown.pk}"' in html
     assert await comm.receive_nothing(timeout=0.3)
+    await comm.disconnect()
+
+
+async def test_a_list_page_gets_one_layer_message_a_batch_not_one_per_row(monkeypatch) -> None:
+    """Each layer message costs the page's socket a trip through Redis and daphne: a
+    batch of events for five of its rows reaches it as one message, and five rows."""
+    heard, handle = [], RunEventsConsumer.run_events
+
+    async def counted(consumer, message):
+        heard.append(len(message["runs"]))
+        await handle(consumer, message)
+
+    monkeypatch.setattr(RunEventsConsumer, "run_events", counted)
+    viewer = await sync_to_async(member)("viewer", "Viewers")
+    schedules = [
+        await sync_to_async(make_schedule)(f"s{i}", "test.echo", every(60)) for i in range(5)
+    ]
+    ids = ",".join(str(schedule.pk) for schedule in schedules)
+    comm = communicator(f"/ws/runs/?view=list&schedules={ids}", viewer)
+    assert (await comm.connect())[0]
+    runs = [await make_run(schedule, RunStatus.SUCCEEDED) for schedule in schedules]
+    await publish_run_events([RunEvent.from_run(run) for run in runs])
+    rows = set()
+    while len(rows) < 5:
+        html = await comm.receive_from(timeout=2)
+        rows.update(int(pk) for pk in re.findall(r'id="schedule-row-(\d+)"', html))
+    assert rows == {schedule.pk for schedule in schedules}
+    assert heard == [5]  # one message for the five rows
     await comm.disconnect()
 
 

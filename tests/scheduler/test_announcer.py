@@ -8,7 +8,7 @@ import re
 import pytest
 
 from schedules.models import Run, RunReason, RunStatus
-from schedules.scheduler.announcer import Announcer
+from schedules.scheduler.announcer import BATCH, PACE, Announcer
 
 
 def run(pk: int, status: str = RunStatus.RUNNING) -> Run:
@@ -21,16 +21,31 @@ def _pages_open(every_group_listened) -> None:
     """The line's own behaviour: a page is open on every group."""
 
 
-def hold_sends(monkeypatch) -> tuple[asyncio.Event, list[tuple[int, str]]]:
-    """Sends wait until the returned event is set; what was sent is listed."""
+def hold_sends(monkeypatch, batches: list | None = None) -> tuple[asyncio.Event, list]:
+    """Sends wait until the returned event is set; what was sent is listed, each event
+    as (run id, status); `batches` gets each message's events."""
     released, sent = asyncio.Event(), []
 
-    async def slow(event) -> None:
+    async def slow(events) -> None:
         await released.wait()
-        sent.append((event.id, event.status))
+        sent.extend((event.id, event.status) for event in events)
+        if batches is not None:
+            batches.append([event.id for event in events])
 
-    monkeypatch.setattr("schedules.scheduler.announcer.publish_run_event", slow)
+    monkeypatch.setattr("schedules.scheduler.announcer.publish_run_events", slow)
     return released, sent
+
+
+class Pauses:
+    """The line's pauses between batches, ended by the test (no real time passes)."""
+
+    def __init__(self) -> None:
+        self.asked: list[float] = []
+        self.ended = asyncio.Event()
+
+    async def __call__(self, seconds: float) -> None:
+        self.asked.append(seconds)
+        await self.ended.wait()
 
 
 async def test_a_runs_events_go_out_in_the_order_they_happened(monkeypatch) -> None:
@@ -106,14 +121,16 @@ async def test_a_drain_gives_up_after_its_timeout_on_a_hung_layer(monkeypatch, c
 async def test_an_announcement_that_fails_does_not_end_the_line(monkeypatch, caplog) -> None:
     sent = []
 
-    async def flaky(event) -> None:
-        if event.id == 1:
+    async def flaky(events) -> None:
+        if events[0].id == 1:
             raise RuntimeError("a backend that raises past the layer's guard")
-        sent.append(event.id)
+        sent.extend(event.id for event in events)
 
-    monkeypatch.setattr("schedules.scheduler.announcer.publish_run_event", flaky)
-    announcer = Announcer()
-    for pk in (1, 2, 3):
+    monkeypatch.setattr("schedules.scheduler.announcer.publish_run_events", flaky)
+    announcer = Announcer(pace=0)
+    announcer.announce(run(1))
+    await asyncio.sleep(0)  # run 1 goes out alone, and fails
+    for pk in (2, 3):
         announcer.announce(run(pk))
     await announcer.drain(timeout=5)
     assert sent == [2, 3]
@@ -130,3 +147,40 @@ async def test_drops_are_said_while_the_line_never_empties(monkeypatch, caplog) 
     assert "run announcement(s) dropped" in caplog.text
     released.set()
     await announcer.drain()
+
+
+async def test_an_idle_line_sends_at_once_and_a_busy_one_batches_its_events(monkeypatch) -> None:
+    """Each message costs every open page a trip through the layer: while the line
+    pauses after a send, what is announced waits and goes out together."""
+    batches: list[list[int]] = []
+    released, sent = hold_sends(monkeypatch, batches)
+    released.set()
+    pauses = Pauses()
+    announcer = Announcer(sleep=pauses)
+    announcer.announce(run(1))
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert batches == [[1]]  # the line was idle: no wait before the first send
+    assert pauses.asked == [PACE]  # and now it pauses
+    for pk in range(2, 12):
+        announcer.announce(run(pk))
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert batches == [[1]]  # held for the pause
+    pauses.ended.set()
+    await announcer.drain(timeout=5)
+    assert batches == [[1], list(range(2, 12))]  # one message for the ten of them
+
+
+async def test_a_batch_holds_at_most_BATCH_events(monkeypatch) -> None:
+    batches: list[list[int]] = []
+    released, sent = hold_sends(monkeypatch, batches)
+    announcer = Announcer(pace=0)
+    announcer.announce(run(1))
+    await asyncio.sleep(0)  # run 1 is being sent; the layer is slow
+    for pk in range(2, BATCH + 52):
+        announcer.announce(run(pk))
+    released.set()
+    await announcer.drain(timeout=5)
+    assert [len(batch) for batch in batches] == [1, BATCH, 50]
+    assert [pk for pk, _ in sent] == list(range(1, BATCH + 52))

@@ -341,7 +341,10 @@ async def test_a_stalled_channel_layer_delays_no_run(
 
     async def hanging(group, message):
         await stalled.wait()
-        heard.append(message["run"]["status"] if "run" in message else message["type"])
+        if "runs" in message:
+            heard.extend(run["status"] for run in message["runs"])
+        else:
+            heard.append(message["type"])
 
     await create("unstalled", "test.chatty_inline", every(60))
     monkeypatch.setattr(layer, "group_send", hanging)
@@ -379,11 +382,11 @@ async def test_run_events_reach_the_all_runs_and_schedule_groups(scheduler, cloc
     clock.advance(60)
     await scheduler.run_pass()
     await scheduler.wait_idle()
-    statuses = [(await layer.receive(just_one))["run"]["status"] for _ in range(2)]
+    await scheduler.announcer.drain()
+    statuses = [run["status"] for run in await received_runs(layer, just_one)]
     assert statuses == ["running", "succeeded"]
-    event = await layer.receive(everything)
-    assert event["type"] == "run.event"
-    assert event["run"]["schedule_code"] == "watched"
+    everything_heard = await received_runs(layer, everything)
+    assert [run["schedule_code"] for run in everything_heard] == ["watched", "watched"]
     assert other.pk != schedule.pk
 
 
@@ -401,7 +404,7 @@ async def test_run_events_go_only_to_the_groups_a_page_listens_on(
     sent, send = [], layer.group_send
 
     async def spy(group, message):
-        sent.append((group, message["run"]["status"]))
+        sent.extend((group, run["status"]) for run in message["runs"])
         await send(group, message)
 
     monkeypatch.setattr(layer, "group_send", spy)
@@ -415,8 +418,20 @@ async def test_run_events_go_only_to_the_groups_a_page_listens_on(
     await scheduler.announcer.drain()
     group = schedule_group(watched.pk)
     assert sent == [(group, "running"), (group, "succeeded")]
-    received = [(await layer.receive(page))["run"]["status"] for _ in range(2)]
+    received = [run["status"] for run in await received_runs(layer, page)]
     assert received == ["running", "succeeded"]
+
+
+async def received_runs(layer, channel: str) -> list[dict]:
+    """The run events waiting on a channel, in order, whatever batches carried them."""
+    runs = []
+    while True:
+        try:
+            message = await asyncio.wait_for(layer.receive(channel), 0.2)
+        except TimeoutError:
+            return runs
+        assert message["type"] == "run.events"
+        runs.extend(message["runs"])
 
 
 def test_retention_keeps_the_newest_runs(db) -> None:
@@ -677,11 +692,11 @@ async def test_a_run_whose_announcements_hang_still_runs_and_shutdown_still_ends
     settings.SILLO_SHUTDOWN_GRACE = 0
     announced = asyncio.Event()
 
-    async def hanging(event) -> None:
+    async def hanging(events) -> None:
         announced.set()
         await asyncio.Event().wait()  # the channel layer does not answer
 
-    monkeypatch.setattr("schedules.scheduler.announcer.publish_run_event", hanging)
+    monkeypatch.setattr("schedules.scheduler.announcer.publish_run_events", hanging)
     monkeypatch.setattr("schedules.scheduler.engine.ANNOUNCE_GRACE", 0.1)
     scheduler = Scheduler(clock=clock, executor=inline_executor())
     await scheduler.start()
