@@ -237,6 +237,8 @@ def one_run(system: str, n: int, shape: Shape) -> dict:
     measure_from = max(timeline.first, raw["ready"]) + shape.warmup
     return {
         "setup_overran_s": max(0.0, raw["ready"] - timeline.first),
+        # How much of its allowance a system left (setup_seconds's room, for tuning it).
+        "ready_early_s": timeline.first - raw["ready"],
         "durability": raw["durability"],
         "idle_cpu_percent": summary(raw["idle_cpu_percent"]),
         "rss_growth_bytes": raw["rss_idle"] - raw["rss_before"],
@@ -275,7 +277,8 @@ def line(n: int, system: str, row: dict) -> str:
         f"max {median(row['max_ms'])} ms; burst all started after "
         f"{median(burst['all_started_s'], '{:.3f}')} s; idle CPU "
         f"{median(row['idle_cpu_percent'], '{:.2f}')}%; "
-        f"RSS +{row['rss_growth_bytes'] / 2**20:.1f} MB"
+        f"RSS +{row['rss_growth_bytes'] / 2**20:.1f} MB; ready {row['ready_early_s']:.1f} s "
+        "before its first slot"
     )
 
 

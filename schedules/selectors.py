@@ -47,19 +47,31 @@ def filtered_schedules(params: Mapping[str, str], tasks: Registry = registry) ->
 
 
 def active_runs(schedule_ids: list[int]) -> dict[int, Run]:
-    """The newest queued or running run of each schedule (the run-now state), in one query."""
+    """The newest queued or running run of each schedule (the run-now state), in one query.
+
+    The running and the queued runs are read apart, joined by UNION ALL, each through
+    its own partial index (run_running_idx, run_queued_schedule_idx), so only runs in
+    flight are read. With `status IN (queued, running)` no partial index applies, and
+    SQLite walked run_history_idx through every run a schedule kept: 52 ms on a
+    schedule page for one with 100,000 runs, and as much on a list page per such row.
+    """
     if not schedule_ids:
         return {}
-    latest: dict[int, Run] = {}
-    runs = (
-        Run.objects.filter(
-            schedule_id__in=schedule_ids, status__in=[RunStatus.QUEUED, RunStatus.RUNNING]
-        )
-        .order_by("schedule_id", "-queued_at")
+    in_flight = (
+        Run.objects.filter(schedule_id__in=schedule_ids)
         .only("id", "schedule_id", "status", "queued_at", "started_at", "finished_at", "error")
+        .order_by()  # a compound statement's parts are not ordered; newest picked below
     )
+    runs = (
+        in_flight.filter(status=RunStatus.RUNNING)
+        .union(in_flight.filter(status=RunStatus.QUEUED), all=True)
+        .order_by()  # nor the whole: an ORDER BY made SQLite walk run_history_idx again
+    )
+    latest: dict[int, Run] = {}
     for run in runs:
-        latest.setdefault(run.schedule_id, run)
+        newest = latest.get(run.schedule_id)
+        if newest is None or (run.queued_at, run.pk) > (newest.queued_at, newest.pk):
+            latest[run.schedule_id] = run
     return latest
 
 
@@ -345,6 +357,25 @@ class RunHistory:
     every: int  # 1: every run; k: about one run in k, for the percentiles only
 
 
+def day_index(starts: list[datetime]) -> Case:
+    """The index of the day a run's `moment` falls in (day i: from starts[i] until
+    starts[i + 1]), or -1 outside them, found by halving: about five comparisons a run
+    for 30 days, where a CASE that tried each day in turn made up to 31, each computing
+    the moment again (the counts then took 95 ms of a schedule page at 100,000 runs)."""
+    outside = Q(moment__lt=starts[0]) | Q(moment__gte=starts[-1])
+    return Case(When(outside, then=Value(-1)), default=_day_of_moment(starts, 0, len(starts) - 1))
+
+
+def _day_of_moment(starts: list[datetime], low: int, high: int) -> Case | Value:
+    if high - low == 1:
+        return Value(low)
+    middle = (low + high) // 2
+    return Case(
+        When(moment__lt=starts[middle], then=_day_of_moment(starts, low, middle)),
+        default=_day_of_moment(starts, middle, high),
+    )
+
+
 def run_history(schedule: Schedule, *, days: list[date], zone: tzinfo) -> RunHistory:
     """A schedule's finished runs over `days` (in `zone`, oldest first), counted per
     day by the database, and the runs behind the percentiles (run_history_idx): two
@@ -361,11 +392,7 @@ def run_history(schedule: Schedule, *, days: list[date], zone: tzinfo) -> RunHis
         schedule=schedule, queued_at__gte=starts[0] - timedelta(days=1), status__in=FINISHED
     ).order_by()
     moment = Coalesce("started_at", "queued_at")
-    index = Case(
-        When(moment__lt=starts[0], then=Value(-1)),
-        *(When(moment__lt=end, then=Value(i)) for i, end in enumerate(starts[1:])),
-        default=Value(-1),
-    )
+    index = day_index(starts)
     decided_errors = [s for s in ERROR_OUTCOMES if s != RunStatus.INTERRUPTED]
     per_day = (
         runs.alias(moment=moment)

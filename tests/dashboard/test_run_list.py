@@ -210,3 +210,46 @@ async def test_new_matching_runs_go_on_top_and_shown_rows_update() -> None:
     assert f'id="runrow-{shown.pk}"' in html and "s-succeeded" in html
     assert await comm.receive_nothing(timeout=0.2)
     await comm.disconnect()
+
+
+@pytest.mark.sqlite  # SQLite's plan; PostgreSQL proves partial-index conditions itself
+@pytest.mark.django_db
+def test_a_rows_run_now_state_reads_only_the_runs_in_flight() -> None:
+    """Every list row and schedule page asks for its schedule's newest queued or running
+    run; with retention raised a schedule keeps 100,000 runs, which must not be read."""
+    from schedules.selectors import active_runs
+
+    for page in ([1], [1, 2]):  # a schedule page, a list page
+        with CaptureQueriesContext(connection) as captured:
+            active_runs(page)
+        (query,) = captured.captured_queries
+        with connection.cursor() as cursor:
+            cursor.execute(f"EXPLAIN QUERY PLAN {query['sql']}")
+            text = " ".join(str(row) for row in cursor.fetchall())
+        assert "run_running_idx" in text and "run_queued_schedule_idx" in text, text
+        assert "run_history_idx" not in text, text
+
+
+@pytest.mark.django_db
+def test_a_rows_run_now_state_is_its_newest_run_in_flight() -> None:
+    from schedules.selectors import active_runs
+
+    one = make_schedule("one", "test.echo", every(60))
+    two = make_schedule("two", "test.echo", every(60))
+    idle = make_schedule("idle", "test.echo", every(60))
+    now = timezone.now()
+
+    def run(schedule, status: str, minutes_ago: int) -> Run:
+        return Run.objects.create(
+            schedule=schedule, schedule_code=schedule.code, task_name="test.echo",
+            reason="manual", status=status, queued_at=now - timedelta(minutes=minutes_ago),
+        )  # fmt: skip
+
+    run(one, RunStatus.RUNNING, 5)
+    newest_one = run(one, RunStatus.QUEUED, 1)
+    newest_two = run(two, RunStatus.RUNNING, 2)
+    run(two, RunStatus.QUEUED, 3)
+    run(two, RunStatus.SUCCEEDED, 0)  # finished: not in flight
+    run(idle, RunStatus.FAILED, 0)
+    found = active_runs([one.pk, two.pk, idle.pk])
+    assert {pk: r.pk for pk, r in found.items()} == {one.pk: newest_one.pk, two.pk: newest_two.pk}
