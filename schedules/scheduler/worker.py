@@ -13,6 +13,8 @@ import logging
 import os
 import socket
 import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 from django.utils import timezone
 
@@ -20,6 +22,9 @@ from . import hints, instances
 from .engine import Scheduler
 
 logger = logging.getLogger(__name__)
+
+EXIT_WAIT = 2.0  # seconds each step of a worker's exit may take on its loop
+T = TypeVar("T")
 
 
 class WorkerRuntime:
@@ -60,17 +65,7 @@ class WorkerRuntime:
         hints.unregister(self.scheduler)
         self.beat.cancel()
         closing = self.scheduler.announcer.close(timeout=1.0)  # the line's task ends with it
-        try:
-            future = asyncio.run_coroutine_threadsafe(closing, self.loop)
-        except RuntimeError as exc:  # the loop is already closed at a late exit: never started
-            closing.close()
-            logger.debug("run announcements of worker not closed: %s", exc)
-        else:
-            try:
-                future.result(timeout=2.0)
-            except Exception as exc:  # a loop blocked past the wait: stop it where it is
-                future.cancel()
-                logger.debug("run announcements of worker not closed: %s", exc)
+        self._await_on_loop(closing, "run announcements of worker not closed")
         self._end_loop()
         try:
             instances.stop_instance(instance_id=self.scheduler.instance_id, now=timezone.now())
@@ -81,19 +76,31 @@ class WorkerRuntime:
         """Stop the loop and close it, its background tasks cancelled first. With a run
         still in flight nothing is cancelled (what it waits on would be) and the loop
         is only stopped, as before: its record lapses to `interrupted`."""
-        ending = _cancel_background(self.scheduler)
-        idle = False
-        try:
-            idle = asyncio.run_coroutine_threadsafe(ending, self.loop).result(timeout=2.0)
-        except RuntimeError:  # the loop is closed already (a late exit)
-            ending.close()
+        if self.loop.is_closed():  # a late exit
             return
-        except Exception as exc:  # blocked past the wait: stop it where it is
-            logger.debug("background tasks of worker not ended: %s", exc)
+        ending = _cancel_background(self.scheduler)
+        idle = self._await_on_loop(ending, "background tasks of worker not ended")
         self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(timeout=2.0)
+        self.thread.join(timeout=EXIT_WAIT)
         if idle and not self.thread.is_alive():
             self.loop.close()
+
+    def _await_on_loop(self, coroutine: Coroutine[Any, Any, T], what: str) -> T | None:
+        """At exit: `coroutine`'s result on the loop, or None (with `what` logged) if the
+        loop is closed already, or blocked past EXIT_WAIT (the coroutine is then cancelled
+        where it is)."""
+        try:
+            future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+        except RuntimeError as exc:  # the loop is closed: it never ran
+            coroutine.close()
+            logger.debug("%s: %s", what, exc)
+            return None
+        try:
+            return future.result(timeout=EXIT_WAIT)
+        except Exception as exc:
+            future.cancel()
+            logger.debug("%s: %s", what, exc)
+            return None
 
 
 async def _cancel_background(scheduler: Scheduler) -> bool:
