@@ -159,7 +159,7 @@ def measure(client: Client, url: str, headers: dict, repeats: int) -> dict:
 def main() -> None:
     parser = benchmark_options(__doc__, quick="fewer repetitions")
     args = parser.parse_args()
-    repeats = 5 if args.quick else 20
+    repeats = 3 if args.quick else 20
     began = time.monotonic()
     populate()
     print(f"dashboard: {SCHEDULES} schedules written in {time.monotonic() - began:.1f}s; "

@@ -148,7 +148,7 @@ def measure(
 def main() -> None:
     parser = benchmark_options(__doc__, quick="fewer repetitions")
     args = parser.parse_args()
-    repeats = 3 if args.quick else 7
+    repeats = 2 if args.quick else 7
     scan_repeats = 1 if args.quick else 3
 
     print(f"next {N} fire times; Python {platform.python_version()}, {platform.machine()}")

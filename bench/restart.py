@@ -42,7 +42,7 @@ POLICIES = ("skip", "once")
 EVERY = 60.0
 DOWN = 86_400.0  # a day
 SIZES = {"quick": 10_000, "full": 100_000}
-WINDOW = {"quick": 3.0, "full": 20.0}  # seconds measured after the catch-up
+WINDOW = {"quick": 2.5, "full": 20.0}  # seconds measured after the catch-up
 LIMIT = {"quick": 120.0, "full": 600.0}  # seconds the catch-up may take before giving up
 SETTLE = 2.0  # the slots of the last seconds may not have started yet: not counted
 

@@ -117,19 +117,28 @@ class Timeline:
 # Quick mode runs the simple peers at one size only (where lateness and idle CPU are
 # compared): their figures at the other sizes follow from their design (a full scan
 # grows with the table, a one-second poll does not), and they kept QUICK=1 over five minutes.
-# So does Sillo Dash's inline mode, the reference for the cost of isolation: its per-run
-# cost is measured apart (bench/isolation.py), and the full run has it at every size.
-QUICK_ONLY_AT = {"naive": 10_000, "poll": 10_000, "sillo-inline": 10_000}
+QUICK_ONLY_AT = {"naive": 10_000, "poll": 10_000}
+# Nor does it run Sillo Dash's inline mode, the reference for the cost of isolation: its
+# per-run cost is measured apart (bench/isolation.py), and the full run has it at every
+# size. Quick mode measures idle CPU for Sillo Dash only (the target's); the full run
+# measures every system's. Each cost a quick run about 15 s (item 10: five minutes).
+QUICK_SKIP = {"sillo-inline"}
+QUICK_IDLE = {"sillo"}
 
 
 def timeline_for(system: str, n: int, shape: Shape) -> Timeline:
     """The first steady slot comes after setup, the child's start and the idle phase."""
     schedules = n + shape.bursts * BURST
     setup = setup_seconds(system, schedules)
-    idle = 0.5 + (shape.idle_windows * shape.idle_window if n == IDLE_AT else 0.0)
+    idle = 0.5 + (shape.idle_windows * shape.idle_window if measures_idle(system, n, shape)
+                  else 0.0)  # fmt: skip
     first = time.time() + setup + idle
     burst_at = first + shape.warmup + shape.windows * shape.window + 0.5
     return Timeline(n, first, burst_at, shape)
+
+
+def measures_idle(system: str, n: int, shape: Shape) -> bool:
+    return n == IDLE_AT and (shape != QUICK or system in QUICK_IDLE)
 
 
 # ---------------------------------------------------------------- in the child
@@ -148,7 +157,7 @@ def child(system: str, timeline: Timeline) -> dict:
         found["ready"] = ready
         await asyncio.sleep(0.5)  # the idle phase's warm-up
         shares = []
-        if timeline.n == IDLE_AT:  # the windows share what is left before the first slot
+        if measures_idle(system, timeline.n, timeline.shape):  # they share what is left
             count = timeline.shape.idle_windows
             window = (timeline.first - 0.2 - time.time()) / count
             for _ in range(count if window >= 0.5 else 0):
@@ -305,7 +314,9 @@ def main() -> None:
     for n in sizes:
         load[n] = {}
         for system in systems:
-            if args.quick and system in QUICK_ONLY_AT and n != QUICK_ONLY_AT[system]:
+            if args.quick and (
+                system in QUICK_SKIP or system in QUICK_ONLY_AT and n != QUICK_ONLY_AT[system]
+            ):
                 continue
             load[n][system] = one_run(system, n, shape)
             print(line(n, system, load[n][system]), flush=True)

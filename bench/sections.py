@@ -176,7 +176,8 @@ def scheduler_sections(data: dict) -> tuple[str, dict]:
         "each longer than Sillo Dash's 30 s resync, so its periodic work (heartbeat every 5 s, "
         "resync every 30 s) is in every window"
         if shape["idle_window"] > 30
-        else "shorter than Sillo Dash's 30 s resync in this quick run (the full run covers it)"
+        else "shorter than Sillo Dash's 30 s resync in this quick run, which measures Sillo "
+        "Dash alone; the full run covers the resync and every system"
     )
     parts.append(
         "### Idle CPU\n\nBefore the first slot, nothing due: CPU time of the whole process ÷ wall "
