@@ -87,6 +87,7 @@ def write_report(results: Path, runs: dict) -> Path:
     facts["dashboard_data"] = documents.get("dashboard")
     facts["live_data"] = documents.get("live_log")
     facts["runs"] = runs
+    facts["durations"] = load(results, "durations")
     targets, reading = targets_and_reading(facts)
     failed = [name for name, run in runs.items() if not run.get("ok")]
     lines = [

@@ -610,6 +610,29 @@ def test_the_quick_run_is_judged_on_the_sum_of_its_benchmarks_durations():
     )
 
 
+def test_the_durations_row_needs_a_quick_run_in_time_and_a_full_run_on_record():
+    def duration(**durations: dict) -> tuple[str, str]:
+        runs = {"b": {"seconds": 1.0, "quick": True, "ok": True}}
+        facts = {"runs": runs, "durations": durations}
+        return next(row for text, row in scale_rows(facts).items() if "QUICK" in text)
+
+    def run(seconds: float, ok: bool = True) -> dict:
+        return {"seconds": seconds, "ok": ok, "commit": "abcdef1234567890", "dirty": False,
+                "finished": "2026-12-03 13:30 UTC"}  # fmt: skip
+
+    measured, verdict = duration(quick=run(290.0), full=run(2400.0))
+    assert verdict == "met"
+    assert measured == (
+        "the last quick run took 290 s (abcdef123456, 2026-12-03 13:30 UTC); "
+        "the last full run took 40 min (abcdef123456, 2026-12-03 13:30 UTC)"
+    )
+    assert duration(quick=run(290.0))[1] == "**incomplete: not met**"  # no full run
+    assert duration(quick=run(310.0), full=run(2400.0))[1] == "**missed**"
+    # A failed benchmark ended early: its time says nothing either way.
+    assert duration(quick=run(200.0, ok=False), full=run(2400.0))[1] == "**incomplete: not met**"
+    assert "a benchmark failed" in duration(quick=run(200.0, ok=False))[0]
+
+
 def test_what_no_benchmark_measures_yet_is_listed_and_not_met():
     rows = scale_rows({})
     assert len(rows) == 11
