@@ -35,7 +35,7 @@ class BareConsumer(AsyncWebsocketConsumer):
     async def disconnect(self, code: int) -> None:
         await self.channel_layer.group_discard(ALL_RUNS_GROUP, self.channel_name)
 
-    async def run_events(self, message: dict) -> None:
+    async def run_event(self, message: dict) -> None:
         await self.send(text_data=json.dumps(message["runs"]))
 
 

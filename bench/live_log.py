@@ -66,7 +66,7 @@ KEYS = [
 ]
 # The run count a list row shows (`run_count / error_count`): which events it reflects.
 RUN_COUNT = re.compile(r'<td class="num">(\d+) / \d+</td>')
-QUICK = {"warmup": 1.0, "windows": 2, "window": 1.5, "drain": 1.0}
+QUICK = {"warmup": 0.5, "windows": 2, "window": 1.5, "drain": 1.0}
 FULL = {"warmup": 2.0, "windows": 5, "window": 4.0, "drain": 3.0}
 
 

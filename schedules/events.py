@@ -119,19 +119,22 @@ def run_groups(schedule_id: int | None) -> list[str]:
 
 
 # Run events travel in batches: one message per group carries every event of the
-# batch that belongs there, in the order they happened. Each message costs every
-# listening socket a trip through the channel layer and its server, so a scheduler
-# that announces 500 runs a second to 50 open pages sends a few dozen messages a
-# second, not 25,000 (docs/dashboard.md, "Live updates").
-RUN_EVENTS = "run.events"
+# batch that belongs there, in the order they happened, under "runs". Each message
+# costs every listening socket a trip through the channel layer and its server, so
+# a scheduler that announces 500 runs a second to 50 open pages sends a few dozen
+# messages a second, not 25,000 (docs/dashboard.md, "Live updates"). The message
+# keeps the single event's type and carries the batch's last event under "run" as
+# well: a web process from before batches shows that one (a page catches up on the
+# rest when it reloads) instead of failing on a type it has no handler for, so
+# schedulers and web processes can be upgraded in any order.
 
 
 def unmarshal_run_events(
     message: dict[str, Any], *, schedule_ids: Container[int | None] | None = None
 ) -> list[RunEvent]:
-    """The events of a batch (or of a single `run.event` sent by an older process);
+    """The events of a batch (or the single event of a message from an older process);
     with `schedule_ids`, only those of these schedules (the others are not unpacked)."""
-    batch = [message["run"]] if message.get("type") == RunEvent.type else message["runs"]
+    batch = message["runs"] if "runs" in message else [message["run"]]
     return [
         RunEvent.from_data(fields)
         for fields in batch
@@ -156,7 +159,11 @@ async def publish_run_events(events: Sequence[RunEvent]) -> None:
         return  # no page is open to show them: not even marshalled
     data = [event.data() for event in events]
     messages = {
-        group: {"type": RUN_EVENTS, "runs": [data[index] for index in per_group[group]]}
+        group: {
+            "type": RunEvent.type,
+            "run": data[per_group[group][-1]],  # for a web process from before batches
+            "runs": [data[index] for index in per_group[group]],
+        }
         for group in groups
     }
     first = events[0].id

@@ -60,17 +60,15 @@ async def send_to_groups(groups: Iterable[str], message: dict[str, Any], *, what
 
 
 async def send_to_each_group(messages: Mapping[str, dict[str, Any]], *, what: str) -> None:
-    """Send each group its own message, all within one time bound."""
-    wanted = set(listened(messages))
-    if not wanted:
-        return
+    """Send each group its own message, each send within its own time bound (a batch
+    may go to hundreds of groups: a slow layer must not look hung)."""
+    for group in listened(messages):
+        message = messages[group]
 
-    async def send(layer: Any) -> None:
-        for group, message in messages.items():
-            if group in wanted:
-                await layer.group_send(group, message)
+        async def send(layer: Any, group: str = group, message: dict = message) -> None:
+            await layer.group_send(group, message)
 
-    await _bounded(send, f"{what} not published")
+        await _bounded(send, f"{what} not published to {group}")
 
 
 async def send_to_channel(channel: str, message: dict[str, Any], *, what: str) -> None:

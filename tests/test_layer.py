@@ -88,3 +88,25 @@ def test_a_broken_layer_is_one_warning_and_no_error(
     make_schedule("refused", "test.echo", every(60))
     assert "schedule event for refused not published: redis is down" in caplog.text
     assert "wake-up for the schedulers not sent: redis is down" in caplog.text  # tried: no quiet
+
+
+async def test_a_batch_to_many_groups_is_bounded_per_send_not_as_a_whole(
+    every_group_listened, monkeypatch, caplog
+) -> None:
+    """A batch of run events goes to up to hundreds of schedule groups: a layer that
+    answers each send, slowly, must not be taken for a hung one."""
+    from schedules.layer import send_to_each_group
+
+    layer, sent = every_group_listened, []
+
+    async def slow(group, message):
+        await asyncio.sleep(0.05)
+        sent.append(group)
+
+    monkeypatch.setattr(layer, "group_send", slow)
+    monkeypatch.setattr("schedules.layer.SEND_TIMEOUT", 0.2)
+    monkeypatch.setattr("schedules.layer._quiet_until", 0.0)
+    groups = [f"g{i}" for i in range(8)]  # 0.4 s in all: twice one send's bound
+    await send_to_each_group({group: {"type": "x"} for group in groups}, what="a batch")
+    assert sent == groups
+    assert "did not answer" not in caplog.text

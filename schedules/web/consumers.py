@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Iterable
 from datetime import UTC, datetime
 from importlib import import_module
 from urllib.parse import parse_qs
@@ -145,8 +146,8 @@ class RunEventsConsumer(AsyncWebsocketConsumer):
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         """Actions go through HTTP (with CSRF and permissions); input here is ignored."""
 
-    async def run_events(self, message: dict) -> None:
-        """A batch of run events (schedules/events.py): one frame back, whatever its size.
+    async def run_event(self, message: dict) -> None:
+        """A batch of run events (schedules/events.py): a frame back, whatever its size.
 
         htmx swaps each top-level element of a frame by itself, in order, so the
         fragments of a batch are sent joined."""
@@ -165,30 +166,29 @@ class RunEventsConsumer(AsyncWebsocketConsumer):
         if self.view == "detail":  # the run-now control, after the latest event
             await self._send_fragment(fragments.run_now_state, events[-1])
             return
-        parts = []
+        if self.view == "runs":
+            frames = await self._runs_page_frames(events)
+        else:
+            frames = [await _joined(fragments.log_row(event) for event in events)]
+        for html in frames:
+            if html:
+                await self.send(text_data=html)
+
+    async def _runs_page_frames(self, events: list[RunEvent]) -> list[str]:
+        """A row shown on the page is updated; a new matching run goes on top, once.
+
+        New rows (each in a <tbody> that htmx prepends) and updated rows (bare <tr>s
+        swapped by id) go in frames of their own: the first element of a frame decides
+        how the HTML parser reads the rest, so a <tr> after a <tbody>, or the reverse,
+        would lose its swap."""
+        new, updated = [], []
         for event in events:
-            try:
-                if self.view == "runs":
-                    parts.append(await self._runs_page_row(event))
-                else:
-                    parts.append(await fragments.log_row(event))
-            except Exception:
-                logger.exception("live fragment for run %s not rendered", event.id)
-        html = "".join(parts)
-        if html:
-            await self.send(text_data=html)
-
-    # A single event, sent by a process from before batches.
-    run_event = run_events
-
-    async def _runs_page_row(self, event: RunEvent) -> str:
-        """A row shown on the page is updated; a new matching run goes on top, once."""
-        if event.id in self.shown:
-            return await fragments.run_row(event, prepend=False)
-        if event.id > self.after and self.filters.matches(event):
-            self.shown.add(event.id)
-            return await fragments.run_row(event, prepend=True)
-        return ""
+            if event.id in self.shown:
+                updated.append(fragments.run_row(event, prepend=False))
+            elif event.id > self.after and self.filters.matches(event):
+                self.shown.add(event.id)
+                new.append(fragments.run_row(event, prepend=True))
+        return [await _joined(new), await _joined(updated)]
 
     async def _send_fragment(self, render, event: RunEvent) -> None:
         try:
@@ -258,6 +258,17 @@ class RunEventsConsumer(AsyncWebsocketConsumer):
                 del self._rows[schedule_id]
         if html:
             await self.send(text_data=html)
+
+
+async def _joined(renders: Iterable[Awaitable[str]]) -> str:
+    """The fragments of a batch in one frame (a failed one is logged and left out)."""
+    parts = []
+    for render in renders:
+        try:
+            parts.append(await render)
+        except Exception:
+            logger.exception("live fragment of a run not rendered")
+    return "".join(parts)
 
 
 @database_sync_to_async

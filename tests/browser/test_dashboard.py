@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from channels.testing import WebsocketCommunicator
+from django.test import override_settings
 from playwright.sync_api import expect
 
 from .conftest import htmx_idle, log_in
@@ -80,21 +81,12 @@ def test_a_frame_of_batched_run_events_shows_a_row_for_each(
 ) -> None:
     """A busy scheduler sends run events in batches, and the consumer answers a batch
     with one frame: the browser's htmx must swap every row of it, newest on top."""
-    sockets = []
-
-    def through(ws) -> None:
-        ws.connect_to_server()  # the server's own frames still flow
-        sockets.append(ws)
-
-    page.route_web_socket(re.compile(r"/ws/runs/"), through)
+    sockets = pass_sockets_through(page)
     log_in(page, server, "viewer")
     page.goto(f"{server.url}/live/")
     expect(page.get_by_test_id("ws-state")).to_have_text("live")
-    # Playwright's loop holds this thread. The consumer reads no record, but Channels
-    # checks the health of a database connection its threads may hold from earlier tests.
-    with ThreadPoolExecutor(1) as aside, django_db_blocker.unblock():
-        frame = aside.submit(asyncio.run, consumer_frame([9_000_001, 9_000_002, 9_000_003]))
-        frame = frame.result(timeout=30)
+    batch = [event(pk) for pk in (9_000_001, 9_000_002, 9_000_003)]
+    (frame,) = consumer_frames("/ws/runs/?view=log", batch, django_db_blocker)
     sockets[-1].send(frame)
     rows = page.locator('tr.log-row[data-run^="900000"]')  # not the server's own runs
     expect(rows).to_have_count(3)
@@ -103,28 +95,88 @@ def test_a_frame_of_batched_run_events_shows_a_row_for_each(
     expect(rows.first).to_contain_text("batched-9000003")
 
 
-async def consumer_frame(run_ids: list[int]) -> str:
-    """What the product's consumer sends a live log for one batch of these runs."""
-    from django.contrib.auth import get_user_model
+def test_a_batch_of_new_and_changed_runs_reaches_the_runs_page_whole(
+    page, server, django_db_blocker
+) -> None:
+    """The runs page gets new runs on top and its rows updated in place, from one batch:
+    a frame that mixed the two lost one kind (the HTML parser reads a <tr> after a
+    <tbody> as no row of a table)."""
+    log_in(page, server, "operator")
+    page.click("a.code:has-text('slow-report')")
+    page.click("button:has-text('Run now')")  # a run the runs page shows
+    sockets = pass_sockets_through(page)
+    page.goto(f"{server.url}/runs/")
+    rows = page.locator("tr.run-row")
+    expect(rows.first).to_be_visible()
+    for _ in range(100):  # the page's socket, through the route (a real browser's connect)
+        if sockets:
+            break
+        page.wait_for_timeout(100)
+    path = page.locator("#table").get_attribute("ws-connect")
+    shown = int(rows.first.get_attribute("id").removeprefix("runrow-"))
+    batch = [event(shown, status="failed", code="changed-here"), event(9_100_001)]
+    for frame in consumer_frames(path, batch, django_db_blocker):
+        sockets[-1].send(frame)
+    expect(page.locator("#runrow-9100001")).to_be_visible()
+    expect(page.locator(f"#runrow-{shown}")).to_contain_text("changed-here")
+    expect(page.locator(f"#runrow-{shown}")).to_contain_text("failed")
+
+
+def pass_sockets_through(page) -> list:
+    """The page's run-event sockets, connected to the server as usual; a test can add
+    frames of its own to them."""
+    sockets = []
+
+    def through(ws) -> None:
+        ws.connect_to_server()  # the server's own frames still flow
+        sockets.append(ws)
+
+    page.route_web_socket(re.compile(r"/ws/runs/"), through)
+    return sockets
+
+
+def event(pk: int, *, status: str = "succeeded", code: str = ""):
     from django.utils import timezone
 
-    from schedules.events import RunEvent, publish_run_events
+    from schedules.events import RunEvent
+
+    now = timezone.now()
+    return RunEvent(id=pk, schedule_id=None, schedule_code=code or f"batched-{pk}",
+                    task_name="test.echo", status=status, reason="scheduled", attempt=1,
+                    slot=now, queued_at=now, started_at=now, finished_at=now, duration_ms=3,
+                    error="", scheduler="s")  # fmt: skip
+
+
+def consumer_frames(path: str, events: list, django_db_blocker) -> list[str]:
+    """What the product's consumer at `path` sends for one batch of these events."""
+    # Playwright's loop holds this thread. The consumer reads no record, but Channels
+    # checks the health of a database connection its threads may hold from earlier tests.
+    # A layer of its own: on the production profile's Redis it would hear the server's
+    # run events too (and the server this test's).
+    alone = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    with (
+        ThreadPoolExecutor(1) as aside,
+        django_db_blocker.unblock(),
+        override_settings(CHANNEL_LAYERS=alone),
+    ):
+        return aside.submit(asyncio.run, _consumer_frames(path, events)).result(timeout=30)
+
+
+async def _consumer_frames(path: str, events: list) -> list[str]:
+    from django.contrib.auth import get_user_model
+
+    from schedules.events import publish_run_events
     from schedules.web.consumers import RunEventsConsumer
 
-    comm = WebsocketCommunicator(RunEventsConsumer.as_asgi(), "/ws/runs/?view=log")
+    comm = WebsocketCommunicator(RunEventsConsumer.as_asgi(), path)
     comm.scope["user"] = get_user_model()(username="root", is_superuser=True, is_active=True)
     assert (await comm.connect())[0]
-    now = timezone.now()
-    events = [
-        RunEvent(id=pk, schedule_id=None, schedule_code=f"batched-{pk}", task_name="test.echo",
-                 status="succeeded", reason="scheduled", attempt=1, slot=now, queued_at=now,
-                 started_at=now, finished_at=now, duration_ms=3, error="", scheduler="s")
-        for pk in run_ids
-    ]  # fmt: skip
     await publish_run_events(events)
-    frame = await comm.receive_from(timeout=5)
+    frames = [await comm.receive_from(timeout=5)]
+    while not await comm.receive_nothing(timeout=0.5):
+        frames.append(await comm.receive_from(timeout=5))
     await comm.disconnect()
-    return frame
+    return frames
 
 
 def test_orphans_and_duplicates_are_flagged_and_cannot_run(page, server, artifacts) -> None:

@@ -181,3 +181,43 @@ def test_a_runs_day_is_found_in_a_handful_of_comparisons_not_one_per_day() -> No
 
     starts = [T + timedelta(days=day) for day in range(31)]  # 30 days
     assert most_comparisons(day_index(starts)) <= 7  # outside, then halving: 1 + 5
+
+
+@pytest.mark.django_db
+def test_runs_on_day_boundaries_and_across_a_dst_change_count_on_their_own_day() -> None:
+    """The database's day of a run (day_index) agrees with the operator's calendar at
+    local midnight exactly, on a 23-hour day, and outside the 30 days."""
+    from zoneinfo import ZoneInfo
+
+    from schedules import selectors
+    from schedules.bulk import insert_rows
+    from schedules.scheduler.records import new_run
+
+    zone = ZoneInfo("Europe/Berlin")  # summer time began on 2026-03-29
+    today = date(2026, 4, 10)
+    days = [today - timedelta(days=back) for back in range(29, -1, -1)]
+    schedule = make_schedule("edges", "test.echo", every(60))
+    midnights = [datetime.combine(day, datetime.min.time(), tzinfo=zone) for day in days]
+    after_last = midnights[-1] + timedelta(days=1)
+    moments = [
+        *midnights,  # exactly on each day's start
+        *(m - timedelta(microseconds=1) for m in midnights[1:]),  # the instant before it
+        midnights[0] - timedelta(seconds=1),  # before the 30 days
+        after_last,  # after them
+        datetime(2026, 3, 29, 1, 59, tzinfo=zone),  # the short day's last winter minute
+        datetime(2026, 3, 29, 3, 0, tzinfo=zone),  # its first summer minute
+    ]
+    runs = []
+    for at in moments:
+        run = new_run(schedule, reason="scheduled", slot=at, now=at)
+        run.status, run.started_at, run.finished_at = "succeeded", at, at + timedelta(seconds=1)
+        runs.append(run)
+    insert_rows(runs)
+    history = selectors.run_history(schedule, days=days, zone=zone)
+    expected: dict[date, int] = {}
+    for at in moments:
+        day = at.astimezone(zone).date()
+        if days[0] <= day <= days[-1]:
+            expected[day] = expected.get(day, 0) + 1
+    assert {day: count[0] for day, count in history.counts.items()} == expected
+    assert expected[date(2026, 3, 29)] == 4  # its midnight, the instant before the next, 2

@@ -152,13 +152,13 @@ async def test_the_list_view_gets_only_the_schedules_of_its_page() -> None:
 async def test_a_list_page_gets_one_layer_message_a_batch_not_one_per_row(monkeypatch) -> None:
     """Each layer message costs the page's socket a trip through Redis and daphne: a
     batch of events for five of its rows reaches it as one message, and five rows."""
-    heard, handle = [], RunEventsConsumer.run_events
+    heard, handle = [], RunEventsConsumer.run_event
 
     async def counted(consumer, message):
         heard.append(len(message["runs"]))
         await handle(consumer, message)
 
-    monkeypatch.setattr(RunEventsConsumer, "run_events", counted)
+    monkeypatch.setattr(RunEventsConsumer, "run_event", counted)
     viewer = await sync_to_async(member)("viewer", "Viewers")
     schedules = [
         await sync_to_async(make_schedule)(f"s{i}", "test.echo", every(60)) for i in range(5)
@@ -248,3 +248,20 @@ async def test_events_between_page_load_and_connect_are_not_missed() -> None:
     assert "nightly" in html and "succeeded" in html
     assert await comm.receive_nothing(timeout=0.3)
     await comm.disconnect()
+
+
+async def test_a_batch_still_reads_as_its_last_event_to_a_web_process_from_before_batches() -> None:
+    """Schedulers and web processes are upgraded in any order: an older consumer reads
+    a message's "run" (one event) and has no handler for another type."""
+    from channels.layers import get_channel_layer
+
+    layer = get_channel_layer()
+    schedule = await sync_to_async(make_schedule)("nightly", "test.echo", every(60))
+    page = await layer.new_channel()
+    await layer.group_add(ALL_RUNS_GROUP, page)
+    runs = [await make_run(schedule, status) for status in (RunStatus.RUNNING, RunStatus.FAILED)]
+    await publish_run_events([RunEvent.from_run(run) for run in runs])
+    message = await layer.receive(page)
+    assert message["type"] == "run.event"  # the type an older consumer handles
+    assert RunEvent.unmarshal(message).id == runs[-1].pk  # and what it reads: the last
+    assert [run["id"] for run in message["runs"]] == [run.pk for run in runs]

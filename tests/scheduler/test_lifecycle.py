@@ -430,7 +430,7 @@ async def received_runs(layer, channel: str) -> list[dict]:
             message = await asyncio.wait_for(layer.receive(channel), 0.2)
         except TimeoutError:
             return runs
-        assert message["type"] == "run.events"
+        assert message["type"] == "run.event"
         runs.extend(message["runs"])
 
 
