@@ -109,6 +109,16 @@ def _channel_layer_answers(monkeypatch) -> None:
     if isinstance(layer, InMemoryChannelLayer):
         monkeypatch.setattr(layer, "groups", {})
         monkeypatch.setattr(layer, "channels", {})
+    else:
+        # Redis: a layer's receive locks belong to the event loop that took them. A
+        # receive cancelled as a test's loop ended (a socket closed, a wait timed out)
+        # leaves its lock held by a cleanup that never ran, and every later receive of
+        # the process failed on "bound to a different event loop". A long-lived server
+        # has one loop; a test run has one per test, so each test gets its own layer.
+        from channels import DEFAULT_CHANNEL_LAYER
+        from channels.layers import channel_layers
+
+        channel_layers.backends.pop(DEFAULT_CHANNEL_LAYER, None)
 
 
 @pytest.fixture
