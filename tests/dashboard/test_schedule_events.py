@@ -85,25 +85,20 @@ async def test_a_new_schedule_is_noticed_on_every_list_page() -> None:
     await comm.disconnect()
 
 
-async def test_a_change_of_another_pages_row_does_not_reach_a_list_page() -> None:
+@pytest.mark.parametrize(
+    "page", ["/ws/runs/?view=list&schedules={pk}", "/ws/runs/?view=detail&schedule={pk}"]
+)
+async def test_another_schedules_change_does_not_reach_a_page_of_one(page: str) -> None:
+    """A list page hears every change (the schedules group) and keeps its own rows'; a
+    schedule page hears its schedule's group only."""
     viewer = await sync_to_async(member)("viewer", "Viewers")
     mine = await sync_to_async(make_schedule)("mine", "test.echo", every(60))
     other = await sync_to_async(make_schedule)("other", "test.echo", every(60))
-    comm = await connect(f"/ws/runs/?view=list&schedules={mine.pk}", viewer)
+    comm = await connect(page.format(pk=mine.pk), viewer)
     await sync_to_async(services.schedule_pause)(schedule=other, by="cli:alice")
     assert await comm.receive_nothing(timeout=0.3)
     await sync_to_async(services.schedule_pause)(schedule=mine, by="cli:alice")
     assert "<strong>mine</strong> was paused by cli:alice" in await received(comm)
-    await comm.disconnect()
-
-
-async def test_other_schedules_changes_do_not_reach_a_schedule_page() -> None:
-    viewer = await sync_to_async(member)("viewer", "Viewers")
-    mine = await sync_to_async(make_schedule)("mine", "test.echo", every(60))
-    other = await sync_to_async(make_schedule)("other", "test.echo", every(60))
-    comm = await connect(f"/ws/runs/?view=detail&schedule={mine.pk}", viewer)
-    await sync_to_async(services.schedule_pause)(schedule=other, by="cli:alice")
-    assert await comm.receive_nothing(timeout=0.3)
     await comm.disconnect()
 
 
