@@ -62,8 +62,19 @@ def prepare(policy: str, n: int, base: float) -> None:
 # ---------------------------------------------------------------- in the child
 
 
-def behind(ready: float) -> int:
-    """Schedules still a day behind (not claimed since the restart)."""
+def behind(ready: float) -> bool:
+    """Whether a schedule is still a day behind (not claimed since the restart).
+
+    One row's lookup on the due index: a count of every schedule behind, every 50 ms,
+    was a third of a core beside the scheduler it measures, early in the catch-up.
+    """
+    from schedules.models import Schedule
+
+    cutoff = datetime.fromtimestamp(ready - DOWN / 2, UTC)
+    return Schedule.objects.filter(status="active", next_run_at__lt=cutoff).exists()
+
+
+def count_behind(ready: float) -> int:
     from schedules.models import Schedule
 
     cutoff = datetime.fromtimestamp(ready - DOWN / 2, UTC)
@@ -76,12 +87,11 @@ def child(n: int, base: float, window: float, limit: float) -> dict:
     async def phases(ready: float) -> None:
         found["ready"] = ready
         while time.time() < ready + limit:
-            left = await asyncio.to_thread(behind, ready)
-            if left == 0:
+            if not await asyncio.to_thread(behind, ready):
                 found["caught_up"] = time.time()
                 break
             await asyncio.sleep(0.05)
-        found["behind_at_limit"] = left
+        found["behind_at_limit"] = await asyncio.to_thread(count_behind, ready)
         await asyncio.sleep(window)
         found["ended"] = time.time()
 

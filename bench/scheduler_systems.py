@@ -13,7 +13,6 @@ Importing this module configures Django on the benchmark's SQLite file
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import pickle
@@ -50,7 +49,8 @@ logging.getLogger("apscheduler").setLevel(logging.CRITICAL)
 
 from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
-from django.db import connection, transaction  # noqa: E402
+from django.db import connection  # noqa: E402
+from schedule_records import insert_schedule_rows  # noqa: E402
 
 import schedules  # noqa: E402
 from bench.benchapp import polls  # noqa: E402
@@ -152,37 +152,10 @@ def fresh_database() -> None:
 
 
 def schedule_rows(plan: Plan, task_name: str = "bench.noop") -> None:
-    """The schedule records sillo and the naive baseline read (the same table and rows).
-
-    One model instance gives every column's stored value; each row then
-    differs only in its code, kwargs, trigger and next slot, so 100,000 rows
-    go in with one executemany (the ORM's bulk_create takes 20 s for them).
-    """
+    """The schedule records sillo and the naive baseline read (the same table and rows),
+    in a fresh database."""
     fresh_database()
-    template = Schedule(
-        code="", task_name=task_name, kwargs={}, trigger={}, misfire_grace=3600,
-        max_instances=1000, next_run_at=datetime.now(UTC),
-    )  # fmt: skip
-    fields = [f for f in Schedule._meta.concrete_fields if not f.primary_key]
-    base = {f.column: f.get_db_prep_save(f.pre_save(template, True), connection) for f in fields}
-    columns = list(base)
-    rows = []
-    for code, (at, every) in plan.slots.items():
-        trigger = Interval(every, anchor=datetime.fromtimestamp(at, UTC), seed=code)
-        row = {
-            **base,
-            "code": code,
-            "kwargs": json.dumps({"code": code}),
-            "trigger": json.dumps(trigger.to_spec()),
-            "next_run_at": connection.ops.adapt_datetimefield_value(trigger.anchor),
-        }
-        rows.append([row[column] for column in columns])
-    quote = connection.ops.quote_name  # columns such as `then` are SQL keywords
-    table = quote(Schedule._meta.db_table)
-    names = ", ".join(quote(column) for column in columns)
-    placeholders = ", ".join(["%s"] * len(columns))
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.executemany(f"INSERT INTO {table} ({names}) VALUES ({placeholders})", rows)
+    insert_schedule_rows(plan.slots, task_name)
     connection.close()
 
 

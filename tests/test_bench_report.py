@@ -640,29 +640,102 @@ def test_what_no_benchmark_measures_yet_is_listed_and_not_met():
     assert any(text.startswith("one million schedules") for text in rows)
 
 
-def ceiling_data(*steps: tuple[float, float, int]) -> dict:
-    """Steps of (rate, p99 ms, slots run of rate × 2)."""
+def ceiling_config(database: str, schedulers: int, *steps: tuple) -> dict:
+    """Steps of (rate, p99 ms, slots run of rate × 2[, cores busy[, slots run twice]])."""
+    return {"database": database, "schedulers": schedulers, "steps": [
+        {"rate": rate, "schedules": int(rate * 10), "runs": runs, "expected": int(rate * 2),
+         "p50_ms": p99 / 2, "p99_ms": p99, "max_ms": p99, "cpu_busy": rest[0] if rest else 0.5,
+         "executed_twice": rest[1] if len(rest) > 1 else 0,
+         "held": p99 < 100 and runs >= rate * 2} for rate, p99, runs, *rest in steps]}  # fmt: skip
+
+
+def ceiling_data(*configs: dict) -> dict:
     return {
-        "settings": {"every_s": 10.0, "first_rate": 100.0, "late_ms": 100.0,
-                     "database": "SQLite", "shape": {"warmup": 1.5, "window": 2.0}},
-        "steps": [{"rate": rate, "schedules": int(rate * 10), "runs": runs,
-                   "expected": int(rate * 2), "p50_ms": p99 / 2, "p99_ms": p99, "max_ms": p99,
-                   "held": p99 < 100 and runs >= rate * 2} for rate, p99, runs in steps],
+        "settings": {"every_s": 10.0, "first_rate": 100.0, "late_ms": 100.0, "cores": 2,
+                     "shape": {"warmup": 1.5, "window": 2.0}},
+        "configs": list(configs),
     }  # fmt: skip
 
 
-def test_the_ceiling_is_the_highest_rate_that_held_and_is_reported_not_met_until_all_ramped():
+def test_the_ceiling_is_the_highest_rate_that_held_and_is_not_met_until_all_six_are_ramped():
     from ceiling_report import ceiling_reading, ceiling_target
 
-    data = ceiling_data((100, 9.0, 200), (200, 30.0, 400), (400, 60.0, 780), (280, 50.0, 560))
-    _, measured, verdict = ceiling_target(data)
+    sqlite_one = ceiling_config(
+        "SQLite", 1, (100, 9.0, 200), (200, 30.0, 400), (400, 60.0, 780), (280, 50.0, 560)
+    )
+    _, measured, verdict = ceiling_target(ceiling_data(sqlite_one))
     assert measured.startswith("SQLite, 1 scheduler: held up to 280 runs/s (p99 50.0 ms)")
     assert "at 400 runs/s p99 60.0 ms with 780 of 800 slots run" in measured  # a slot not run
+    assert "not ramped in this run: SQLite, 2; SQLite, 4; PostgreSQL, 1" in measured
     assert verdict == "**incomplete: not met**"
-    assert "held up to 280 runs/s (2,800 schedules every 10 s" in ceiling_reading(data)
+    assert "SQLite, 1 scheduler held up to 280 runs/s" in ceiling_reading(ceiling_data(sqlite_one))
     assert ceiling_target(None)[1:] == ["not measured in this run", "**incomplete: not met**"]
-    _, measured, _ = ceiling_target(ceiling_data((100, 9.0, 200), (200, 30.0, 400)))
-    assert "the limit was not reached" in measured
+    top = ceiling_config("SQLite", 1, (100, 9.0, 200), (200, 30.0, 400))
+    assert "the limit was not reached" in ceiling_target(ceiling_data(top))[1]
+    # A first step that failed, halved down to one that held: the knee is below it.
+    slow = ceiling_config("SQLite", 1, (400, 300.0, 800), (200, 150.0, 400), (100, 20.0, 200),
+                          (140, 60.0, 280))  # fmt: skip
+    assert "held up to 140 runs/s" in ceiling_target(ceiling_data(slow))[1]
+    assert "at 200 runs/s p99 150.0 ms" in ceiling_target(ceiling_data(slow))[1]
+    nothing = ceiling_config("PostgreSQL", 4, (100, 300.0, 200), (50, 200.0, 100))
+    assert "no step held, down to 50 runs/s" in ceiling_target(ceiling_data(nothing))[1]
+
+
+def six_configs(twice: int = 0, busy: float = 0.95, more: float = 400) -> list[dict]:
+    """Every configuration: one scheduler holds 400 runs/s, more hold `more`."""
+    configs = []
+    for db in ("SQLite", "PostgreSQL"):
+        for n in (1, 2, 4):
+            held = 400 if n == 1 else more
+            over = (800, 300.0, 1600, busy, twice if (db, n) == ("PostgreSQL", 4) else 0)
+            configs.append(ceiling_config(db, n, (200, 10.0, 400), (held, 40.0, 2 * held), over))
+    return configs
+
+
+def test_the_ceiling_is_met_with_all_six_ramped_and_no_slot_run_twice():
+    from ceiling_report import ceiling_section, ceiling_target
+
+    assert ceiling_target(ceiling_data(*six_configs()))[2] == "met"
+    _, measured, verdict = ceiling_target(ceiling_data(*six_configs(twice=3)))
+    assert verdict == "**missed**" and "3 slot(s) ran twice" in measured
+    section = ceiling_section(ceiling_data(*six_configs(twice=3)))
+    assert "| PostgreSQL, 4 schedulers | 400 | 40.0 | 800 | 95% | 3 |" in section
+    assert "not ramped" not in section
+
+
+def test_the_ceiling_reading_says_whether_more_schedulers_raised_it_and_what_limits_it():
+    from ceiling_report import ceiling_reading
+
+    flat = ceiling_reading(ceiling_data(*six_configs()))
+    assert "On SQLite, more schedulers did not raise the knee (schedulers: runs/s held, " \
+        "1: 400, 2: 400, 4: 400)" in flat  # fmt: skip
+    assert "cores were at least 90% busy: its CPU is what limits the rate" in flat
+    raised = ceiling_reading(ceiling_data(*six_configs(busy=0.5, more=560)))
+    assert "On PostgreSQL, more schedulers raised the knee" in raised
+    assert "what limits the rate" not in raised  # the cores were not saturated: not claimed
+
+
+def test_the_ramp_doubles_until_a_step_fails_or_halves_until_one_holds(monkeypatch):
+    import ceiling
+
+    def ramp_over(knee: float) -> list[float]:
+        measured = []
+
+        def one_rate(rate, count, shape, database):
+            measured.append(rate)
+            return {"rate": rate, "runs": 1, "expected": 1, "p99_ms": 1.0, "cpu_busy": 0.5,
+                    "held": rate <= knee}  # fmt: skip
+
+        monkeypatch.setattr(ceiling, "one_rate", one_rate)
+        database = type("Database", (), {"name": "SQLite"})()
+        steps = ceiling.ramp(1, {"first_rate": 400.0}, database)
+        assert [s["rate"] for s in steps] == sorted(measured)
+        return measured
+
+    assert ramp_over(700) == [400, 800, 570]
+    assert ramp_over(150) == [400, 200, 100, 140]
+    assert ramp_over(10) == [400, 200, 100, 50]  # the lowest rate: no step held
+    assert ramp_over(1e9) == [400, 800, 1600, 3200, 6400]  # the top: the limit not reached
 
 
 def test_a_big_burst_is_reported_when_every_run_of_every_repetition_started():
