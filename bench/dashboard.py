@@ -26,7 +26,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from common import SEED, benchmark_options, summary, write_results  # noqa: E402
+from common import SEED, benchmark_options, write_results  # noqa: E402
+from pages import measure  # noqa: E402
 
 WORKDIR = Path(tempfile.mkdtemp(prefix="sillo-bench-dash-"))
 os.environ.update(
@@ -46,9 +47,7 @@ django.setup()
 
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.core.management import call_command  # noqa: E402
-from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
-from django.test.utils import CaptureQueriesContext  # noqa: E402
 
 from schedules.bulk import insert_rows  # noqa: E402
 from schedules.models import Run, Schedule  # noqa: E402
@@ -136,24 +135,6 @@ def finished_run(schedule: Schedule, started: datetime, status: str = "") -> Run
     run.status = status or "succeeded"
     run.started_at, run.finished_at = started, started + timedelta(seconds=1)
     return run
-
-
-def measure(client: Client, url: str, headers: dict, repeats: int) -> dict:
-    for _ in range(2):  # warm-up: templates compiled, caches filled
-        response = client.get(url, headers=headers)
-    assert response.status_code == 200, (url, response.status_code)
-    times, queries = [], []
-    for _ in range(repeats):
-        with CaptureQueriesContext(connection) as captured:
-            began = time.perf_counter()
-            response = client.get(url, headers=headers)
-            times.append((time.perf_counter() - began) * 1000)
-        queries.append(len(captured))
-    return {
-        "server_ms": summary(times),
-        "queries": summary(queries),
-        "bytes": len(response.content),
-    }
 
 
 def main() -> None:

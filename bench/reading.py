@@ -11,7 +11,9 @@ from __future__ import annotations
 from big_burst_report import big_burst_reading
 from ceiling_report import ceiling_reading
 from formatting import median, table
+from million_report import million_reading
 from restart_report import restart_reading, restart_targets
+from run_log_report import run_log_reading
 from scale_targets import scale_targets
 from takeover_report import takeover_reading, takeover_targets
 from verdicts import MET, next_fire_comparison, targets
@@ -283,6 +285,10 @@ def targets_and_reading(facts: dict) -> tuple[str, str]:
         reading.append(ceiling_reading(facts["ceiling"]))
     if facts.get("big_burst"):
         reading.append(big_burst_reading(facts["big_burst"]))
+    if facts.get("million") and million_reading(facts["million"]):
+        reading.append(million_reading(facts["million"]))
+    if facts.get("run_log") and run_log_reading(facts["run_log"]):
+        reading.append(run_log_reading(facts["run_log"]))
     missed = [row for row in rows if row[2] != MET]
     if missed:
         reading.append(

@@ -15,8 +15,10 @@ from ceiling_report import ceiling_section, plot_ceiling
 from common import ROOT
 from formatting import load
 from header import header
+from million_report import million_section
 from reading import targets_and_reading
 from restart_report import restart_section
+from run_log_report import run_log_section
 from sections import (
     dashboard_section,
     hostile_section,
@@ -35,7 +37,8 @@ ASSETS = DOCS / "benchmarks"
 
 
 BENCHMARKS = ["next_fire", "scheduler", "scheduler_postgres", "takeover", "restart", "ceiling",
-              "big_burst", "dashboard", "isolation", "live_log", "hostile_input"]  # fmt: skip
+              "big_burst", "million", "run_log", "dashboard", "isolation", "live_log",
+              "hostile_input"]  # fmt: skip
 
 
 def write_report(results: Path, runs: dict) -> Path:
@@ -67,6 +70,12 @@ def write_report(results: Path, runs: dict) -> Path:
     data = facts["big_burst"] = documents.get("big_burst")
     if data:
         sections.append(("A burst of 10,000", big_burst_section(data)))
+    data = facts["million"] = documents.get("million")
+    if data:
+        sections.append(("One million schedules", million_section(data)))
+    data = facts["run_log"] = documents.get("run_log")
+    if data:
+        sections.append(("A run log of 10 million rows", run_log_section(data)))
     data = documents.get("dashboard")
     if data:
         text, facts["dashboard"] = dashboard_section(data)

@@ -34,6 +34,8 @@ BENCHMARKS = [
     "restart",
     "ceiling",
     "big_burst",
+    "million",
+    "run_log",
     "dashboard",
     "live_log",
     "hostile_input",

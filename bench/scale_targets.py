@@ -10,6 +10,8 @@ from __future__ import annotations
 from big_burst_report import big_burst_target
 from ceiling_report import ceiling_target
 from formatting import median
+from million_report import million_target
+from run_log_report import run_log_target
 from verdicts import (
     INCOMPLETE,
     NOT_MEASURED,
@@ -28,12 +30,6 @@ PEER_TARGETS = {
     "apscheduler3-sqlalchemy": "p99 lateness at 10,000 and 100,000 schedules at or below "
     "APScheduler 3's SQLAlchemy store at the same durability (peer ÷ Sillo Dash ≥ 1×)",
 }
-UNMEASURED = [
-    "run log at 10 million rows: lateness unchanged, pruning cost per day bounded, bytes per "
-    "run, `/health/` and `/metrics` under 50 ms",
-    "one million schedules: idle CPU, scheduler memory, p99 lateness at 100 runs/s, list "
-    "page and search",
-]
 DASHBOARD = (
     "dashboard at 100,000 schedules and 10 million runs: every page under 100 ms server "
     "time with a constant number of queries, and with 20 concurrent users"
@@ -164,7 +160,8 @@ def scale_targets(facts: dict) -> list[list[str]]:
     rows += burst_rows(facts.get("scheduler"), facts.get("postgres"))
     rows.append(big_burst_target(facts.get("big_burst")))
     rows.append(ceiling_target(facts.get("ceiling")))
-    rows += [[name, NOT_MEASURED, INCOMPLETE] for name in UNMEASURED]
+    rows.append(run_log_target(facts.get("run_log")))
+    rows.append(million_target(facts.get("million")))
     rows += [dashboard_row(facts.get("dashboard_data")), live_row(facts.get("live_data"))]
     rows.append(duration_row(facts.get("runs"), facts.get("durations")))
     return rows

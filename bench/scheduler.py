@@ -65,7 +65,6 @@ SIZES = (1_000, 10_000, 100_000)
 # A quick run measures the sizes the issue's targets name (memory per schedule is then
 # the growth between them): 1,000 cost a quick run about 35 s.
 QUICK_SIZES = (10_000, 100_000)
-IDLE_AT = 10_000  # the size whose idle CPU is measured
 BURST_TAIL = 6.0  # seconds after the last burst's slot to wait for its last run
 
 
@@ -80,12 +79,16 @@ class Shape:
     window: float
     bursts: int
     burst_every: float
+    idle_at: tuple[int, ...] = (10_000,)  # the sizes whose idle CPU is measured
+    idle_systems: tuple[str, ...] | None = None  # the systems it is measured for (None: all)
 
 
 # One burst per size in a quick run (two in all for each system measured at both):
 # each more cost a quick run 12 s (item 10: five minutes).
+# Quick mode measures idle CPU for Sillo Dash only (the target's); the full run measures
+# every system's (each cost a quick run about 15 s).
 QUICK = Shape(idle_windows=1, idle_window=2.5, warmup=0.5, windows=2, window=1.0, bursts=1,
-              burst_every=1.5)  # fmt: skip
+              burst_every=1.5, idle_systems=("sillo",))  # fmt: skip
 FULL = Shape(idle_windows=2, idle_window=31.0, warmup=2.0, windows=5, window=4.0, bursts=4,
              burst_every=3.0)  # fmt: skip
 
@@ -122,10 +125,8 @@ class Timeline:
 QUICK_ONLY_AT = {"naive": 10_000, "poll": 10_000}
 # Nor does it run Sillo Dash's inline mode, the reference for the cost of isolation: its
 # per-run cost is measured apart (bench/isolation.py), and the full run has it at every
-# size. Quick mode measures idle CPU for Sillo Dash only (the target's); the full run
-# measures every system's. Each cost a quick run about 15 s (item 10: five minutes).
+# size.
 QUICK_SKIP = {"sillo-inline"}
-QUICK_IDLE = {"sillo"}
 
 
 def timeline_for(system: str, n: int, shape: Shape) -> Timeline:
@@ -139,8 +140,15 @@ def timeline_for(system: str, n: int, shape: Shape) -> Timeline:
     return Timeline(n, first, burst_at, shape)
 
 
+def shape_from(fields: dict) -> Shape:
+    """A Shape read back from JSON, where its tuples became lists."""
+    systems = fields["idle_systems"]
+    return Shape(**{**fields, "idle_at": tuple(fields["idle_at"]),
+                    "idle_systems": None if systems is None else tuple(systems)})  # fmt: skip
+
+
 def measures_idle(system: str, n: int, shape: Shape) -> bool:
-    return n == IDLE_AT and (shape != QUICK or system in QUICK_IDLE)
+    return n in shape.idle_at and (shape.idle_systems is None or system in shape.idle_systems)
 
 
 # ---------------------------------------------------------------- in the child
@@ -254,6 +262,7 @@ def one_run(system: str, n: int, shape: Shape) -> dict:
         "idle_cpu_percent": summary(raw["idle_cpu_percent"]),
         "rss_growth_bytes": raw["rss_idle"] - raw["rss_before"],
         "peak_rss_mb": raw["peak_rss"] / 2**20,
+        "peak_growth_mb": (raw["peak_rss"] - raw["rss_before"]) / 2**20,
         **steady_figures(timeline, raw["executions"], measure_from),
         "burst": burst_figures(timeline, raw["executions"]),
     }
@@ -303,7 +312,7 @@ def main() -> None:
     if args.child:
         system, timeline, report = args.child
         fields = json.loads(timeline)
-        fields["shape"] = Shape(**fields["shape"])
+        fields["shape"] = shape_from(fields["shape"])
         Path(report).write_text(json.dumps(child(system, Timeline(**fields))))
         return
 

@@ -770,3 +770,124 @@ def test_a_live_view_that_delivered_nothing_is_read_as_such_not_a_crash():
     assert "live log none (nothing delivered)" in text
     assert "bare (no rendering) 4400 ms" in text
     assert "above bare forwarding" not in text
+
+
+def million_data(*, idle=0.4, growth=60.0, p99=(20.0, 35.0), runs=1200, deep_queries=6,
+                 search_ms=40.0) -> dict:  # fmt: skip
+    def page(ms: float, queries: int) -> dict:
+        same = {"median": queries, "min": queries, "max": queries}
+        return {"server_ms": {"median": ms, "min": ms, "max": ms}, "queries": same, "bytes": 2048}
+
+    return {
+        "settings": {"schedules": 1_000_000, "rate": 100.0, "repeats": 5, "measured": True,
+                     "shape": {"idle_windows": 2, "idle_window": 10.0, "windows": 3,
+                               "window": 4.0, "warmup": 2.0}},
+        "scheduler": {"idle_cpu_percent": {"median": idle, "min": idle, "max": idle},
+                      "peak_growth_mb": growth, "runs": runs, "expected": 1200,
+                      "p50_ms": {"median": 2.0, "min": 2.0, "max": 2.0},
+                      "p99_ms": {"median": p99[0], "min": p99[0], "max": p99[1]},
+                      "ready_early_s": 1.5},
+        "pages": {"first page": page(30.0, 6), "page 10,000": page(45.0, deep_queries),
+                  "search for one code": page(search_ms, 5)},
+    }  # fmt: skip
+
+
+def test_a_million_schedules_is_met_only_when_every_figure_is_within_its_limit():
+    from million_report import million_reading, million_section, million_target
+
+    _, measured, verdict = million_target(million_data())
+    assert verdict == "met"
+    assert measured.startswith("idle CPU 0.40%; memory growth 60 MB; p99 35.0 ms")  # worst window
+    assert "slowest list page (page 10,000) 45 ms; 5 to 6 queries a page" in measured
+    for figures in ({"idle": 1.2}, {"growth": 300.0}, {"p99": (20.0, 140.0)},
+                    {"search_ms": 250.0}, {"deep_queries": 7}):  # fmt: skip
+        assert million_target(million_data(**figures))[2] == "**missed**", figures
+    assert million_target(million_data(runs=1199))[2] == "**incomplete: not met**"
+    assert "the list's pages did not make the same number of queries" in million_reading(
+        million_data(deep_queries=7)
+    )
+    assert "| search for one code | 40.0 | 40.0 | 5 | 2 |" in million_section(million_data())
+    assert million_reading(million_data()).startswith("**1,000,000 schedules.** Idle, the")
+
+
+def test_a_quick_run_says_the_million_schedules_are_for_the_full_run():
+    from million_report import million_reading, million_target
+
+    quick = {"settings": {"schedules": 1_000_000, "measured": False, "quick": True}}
+    assert million_target(quick)[1:] == [
+        "not measured in this run (a full run measures it)",
+        "**incomplete: not met**",
+    ]
+    assert million_target(None)[2] == "**incomplete: not met**"
+    assert million_reading(quick) == ""
+
+
+def run_log_database(name: str, *, empty=(20.0, 30.0), full=(25.0, 40.0), small_cost=150.0,
+                     full_cost=200.0, longest=0.4, health=12.0, metrics=30.0, rows=10_000_000,
+                     runs=1200) -> dict:  # fmt: skip
+    def p99(values: tuple) -> dict:
+        return {"median": values[0], "min": values[0], "max": values[1], "n": 3}
+
+    def request(ms: float, size: int) -> dict:
+        same = {"median": 6, "min": 6, "max": 6}
+        return {"server_ms": {"median": ms, "min": ms, "max": ms}, "queries": same,
+                "bytes": size, "status": 200}  # fmt: skip
+
+    def prune(rows: int, cost: float) -> dict:
+        return {"rows": rows, "deleted": 100_000, "seconds": cost / 10, "passes": 50,
+                "longest_pass_s": longest, "idle_turn_s": 0.8, "ms_per_1000": cost}  # fmt: skip
+
+    return {
+        "database": name, "rows": rows, "expected_rows": 10_000_000, "fill_s": 200.0,
+        "bytes_per_run": 480.0,
+        "steady_empty": {"runs": 1200, "expected": 1200, "p99_ms": p99(empty)},
+        "steady_full": {"runs": runs, "expected": 1200, "p99_ms": p99(full)},
+        "pruning_small": prune(200_000, small_cost), "pruning_full": prune(10_100_000, full_cost),
+        "requests": {"/health/": request(health, 60), "/metrics": request(metrics, 250_000)},
+    }  # fmt: skip
+
+
+def run_log_data(**postgres) -> dict:
+    return {
+        "settings": {"rows": 10_000_000, "schedules": 10_000, "every_s": 100.0, "keep": 1000,
+                     "small_keep": 10, "measured": True,
+                     "shape": {"warmup": 3.0, "windows": 3, "window": 4.0}},
+        "databases": [run_log_database("SQLite"), run_log_database("PostgreSQL", **postgres)],
+    }  # fmt: skip
+
+
+def test_the_run_log_target_holds_only_when_every_limit_holds_on_both_databases():
+    from run_log_report import run_log_reading, run_log_section, run_log_target
+
+    _, measured, verdict = run_log_target(run_log_data())
+    assert verdict == "met"
+    # 0.2 ms a pruned run, 100 runs a second: 1,728 s a day.
+    assert "PostgreSQL: p99 30.0 ms empty, 40.0 ms at 10,000,000 rows" in measured
+    assert "150 ms per 1,000 runs beside 200,000 rows, 200 beside 10,100,000" in measured
+    assert "(a day at 100 runs/s: 1,728 s)" in measured
+    assert "480 bytes a run" in measured
+    for figures in (
+        {"full": (25.0, 51.0)},  # 1.5 × 30 + 5 = 50 ms
+        {"full_cost": 301.0},  # over 2× the small log's
+        {"longest": 1.2},
+        {"health": 50.0},
+        {"metrics": 75.0},
+    ):
+        assert run_log_target(run_log_data(**figures))[2] == "**missed**", figures
+    assert run_log_target(run_log_data(full=(25.0, 50.0)))[2] == "met"
+    assert run_log_target(run_log_data(runs=1199))[2] == "**incomplete: not met**"
+    assert run_log_target(run_log_data(rows=9_000_000))[2] == "**incomplete: not met**"
+    assert "(pruning cost grew with the log)" in run_log_reading(run_log_data(full_cost=400.0))
+    assert "(all within limits)" in run_log_reading(run_log_data())
+    assert "| PostgreSQL | 10,000,000 (200 s) | 480 | 30.0 → 40.0 | 150 → 200 |" in (
+        run_log_section(run_log_data())
+    )
+
+
+def test_a_quick_run_says_the_run_log_is_for_the_full_run():
+    from run_log_report import run_log_reading, run_log_target
+
+    quick = {"settings": {"rows": 10_000_000, "measured": False, "quick": True}}
+    assert run_log_target(quick)[1] == "not measured in this run (a full run measures it)"
+    assert run_log_target(None)[2] == "**incomplete: not met**"
+    assert run_log_reading(quick) == ""

@@ -1,0 +1,339 @@
+"""A run log of 10 million rows (issue 18 item 5): lateness unchanged, the cost of
+retention pruning, bytes per run, `/health/` and `/metrics`, on SQLite and PostgreSQL.
+
+10,000 interval schedules, each every 100 s (100 runs a second, slots spread
+evenly). On each database, in order:
+
+1. steady, empty log: one `manage.py runscheduler` (the product's defaults: runs
+   in worker processes, the no-op worker task); lateness inside the task over
+   windows after a warm-up, as bench/ceiling.py measures a step;
+2. pruning, small log: 20 finished runs per schedule, retention keeping 10: the
+   seconds the pruner's bounded passes (retention.prune_pass, as the scheduler's
+   timer calls it) take to delete the 100,000 beyond it;
+3. the log is filled to 10,000,000 finished runs, 1,000 per schedule (the
+   default SILLO_RUNS_PER_SCHEDULE), as 28 hours at this rate would leave them;
+   bytes per run: the database's growth (SQLite's file after a checkpoint,
+   PostgreSQL's run table with its indexes and TOAST) over the rows added;
+4. `/health/` and `/metrics` through Django's whole request handling;
+5. steady again, over the full log: lateness as in 1;
+6. pruning, full log: 10 more runs per schedule, retention keeping the 1,000 of
+   the fill (the default): as in 2, beside 10 million rows.
+
+"Lateness unchanged" is read as the full log's worst-window p99 within 1.5× of
+the empty log's plus 5 ms (a 2-core VM's noise between two runs minutes apart);
+"pruning cost per day bounded" as the cost per pruned run beside 10 million rows
+within 2× of that beside 200,000, and no pass over 1 s. Its cost per day is that
+per-run cost times a day of runs at this rate.
+
+A full run only: writing 10 million rows on each database takes minutes. A quick
+run writes results that say so.
+
+    python bench/run_log.py [--quick] [--json FILE] [--rows N]
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import benchmark_options, percentile, summary, write_results  # noqa: E402
+
+SCHEDULES = 10_000
+EVERY = 100.0  # seconds: 10,000 schedules make 100 runs a second
+ROWS = 10_000_000
+KEEP = 1_000  # the default SILLO_RUNS_PER_SCHEDULE: the full log is what it keeps
+SMALL_KEEP, SMALL_EXTRA, EXTRA = 10, 10, 10  # runs per schedule for the pruning phases
+CHUNK = 500_000  # rows per INSERT ... SELECT (one transaction each)
+SHAPE = {"warmup": 3.0, "windows": 5, "window": 4.0}
+LEAD = 6.0  # seconds from writing the slots to the first: one scheduler's start
+REQUESTS = 10
+METRICS_TOKEN = "b" * 32
+PAGES = {"/health/": {}, "/metrics": {"Authorization": f"Bearer {METRICS_TOKEN}"}}
+
+
+# ---------------------------------------------------------------- the log's rows
+
+
+def _constant_columns() -> dict:
+    """Every run column's stored value for a finished run of the no-op task."""
+    from django.db import connection
+
+    from schedules.models import Run
+
+    template = Run(schedule_code="", task_name="bench.noop_worker", kwargs={}, reason="scheduled",
+                   status="succeeded", dispatch="inline")  # fmt: skip
+    fields = [f for f in Run._meta.concrete_fields if not f.primary_key]
+    return {f.column: f.get_db_prep_save(f.pre_save(template, True), connection) for f in fields}
+
+
+def _moment(seconds_sql: str) -> str:
+    """SQL for the stored datetime `seconds_sql` epoch seconds stand for."""
+    from django.db import connection
+
+    if connection.vendor == "sqlite":  # Django stores them as text, in this form
+        return f"strftime('%%Y-%%m-%%d %%H:%%M:%%S', {seconds_sql}, 'unixepoch')"
+    return f"to_timestamp({seconds_sql})"
+
+
+def _series(low: int, high: int) -> str:
+    from django.db import connection
+
+    if connection.vendor == "sqlite":
+        return (f"(WITH RECURSIVE seq(x) AS (SELECT {low} UNION ALL SELECT x + 1 FROM seq "
+                f"WHERE x < {high - 1}) SELECT x FROM seq) AS numbers")  # fmt: skip
+    return f"generate_series({low}, {high - 1}) AS numbers(x)"
+
+
+def add_runs(per_schedule: int, start: float) -> int:
+    """`per_schedule` finished runs of every schedule, one every EVERY s from `start`
+    (epoch s), written by the database itself (INSERT ... SELECT over a series): 10
+    million rows built in Python and sent over took several times as long."""
+    from django.db import connection, transaction
+
+    from schedules.models import Run, Schedule
+
+    first_id = Schedule.objects.order_by("pk").values_list("pk", flat=True).first()
+    base = _constant_columns()
+    # Run x is the (x // SCHEDULES)-th of schedule x % SCHEDULES (codes s0, s1, ...).
+    # (%% is % once the parameters are bound, on either backend.)
+    k, g = f"(x %% {SCHEDULES})", f"(x / {SCHEDULES})"
+    at = f"({start:.0f} + {g} * {EVERY:.0f} + {k} %% 100)"
+    varying = {
+        "schedule_id": f"({first_id} + {k})",
+        "schedule_code": f"('s' || {k})",
+        "slot": _moment(at),
+        "queued_at": _moment(at),
+        "not_before": _moment(at),
+        "started_at": _moment(at),
+        "finished_at": _moment(f"({at} + 1)"),
+    }
+    columns = list(base)
+    quote = connection.ops.quote_name
+    values = [varying.get(c, "%s") for c in columns]
+    params = [base[c] for c in columns if c not in varying]
+    total = per_schedule * SCHEDULES
+    for low in range(0, total, CHUNK):
+        high = min(total, low + CHUNK)
+        sql = (
+            f"INSERT INTO {quote(Run._meta.db_table)} ({', '.join(map(quote, columns))}) "
+            f"SELECT {', '.join(values)} FROM {_series(low, high)}"
+        )
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(sql, params)
+    return total
+
+
+def database_bytes() -> int:
+    """SQLite: the file's pages in use after a checkpoint; PostgreSQL: the run table with
+    its indexes and TOAST."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":  # pages in use: freed ones are reused first
+            cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            used = [cursor.execute(f"PRAGMA {name}").fetchone()[0]
+                    for name in ("page_count", "freelist_count", "page_size")]  # fmt: skip
+            return (used[0] - used[1]) * used[2]
+        cursor.execute("SELECT pg_total_relation_size('schedules_run')")
+        return cursor.fetchone()[0]
+
+
+# ---------------------------------------------------------------- phases
+
+
+def place_slots(first: float) -> None:
+    """Every schedule's next slot, spread evenly over EVERY from `first`."""
+    from django.db import connection
+
+    from schedules.bulk import update_each
+    from schedules.models import Schedule
+
+    ids = Schedule.objects.order_by("pk").values_list("pk", flat=True)
+    update_each(Schedule, ["next_run_at"], [
+        (datetime.fromtimestamp(first + EVERY * i / SCHEDULES, UTC), pk)
+        for i, pk in enumerate(ids)
+    ])  # fmt: skip
+    connection.close()
+
+
+def steady(database) -> dict:
+    """One scheduler over the records: lateness inside the task per window."""
+    from ceiling import read_executions, start_schedulers, stop
+
+    first = time.time() + LEAD
+    place_slots(first)
+    executions = database.folder / "executions.txt"
+    executions.unlink(missing_ok=True)
+    env = {**database.env, "SILLO_BENCH_EXECUTIONS": str(executions)}
+    processes = start_schedulers(1, env, database.folder)
+    begin = first + SHAPE["warmup"]
+    end = begin + SHAPE["windows"] * SHAPE["window"]
+    try:
+        time.sleep(max(0.0, end + 1.0 - time.time()))
+    finally:
+        stop(processes)
+    windows: list[list[float]] = [[] for _ in range(SHAPE["windows"])]
+    for code, at in read_executions(executions):
+        anchor = first + EVERY * int(code[1:]) / SCHEDULES
+        slot = anchor + ((at - anchor) // EVERY) * EVERY
+        index = int((slot - begin) // SHAPE["window"])
+        if 0 <= index < SHAPE["windows"]:
+            windows[index].append((at - slot) * 1000)
+    return {
+        "runs": sum(len(w) for w in windows),
+        "expected": round(SCHEDULES / EVERY * SHAPE["windows"] * SHAPE["window"]),
+        "p50_ms": summary(percentile(w, 0.5) if w else None for w in windows),
+        "p99_ms": summary(percentile(w, 0.99) if w else None for w in windows),
+    }
+
+
+def pruning(keep: int) -> dict:
+    """Bounded passes, as the scheduler's timer makes them, turn after turn over the
+    schedules, until a whole turn deletes nothing (that turn's time: what pruning costs
+    when there is nothing to prune)."""
+    from django.db import connection
+
+    from schedules.scheduler import retention
+
+    cursor = retention.Cursor()
+    now = datetime.now(UTC)
+    passes: list[float] = []
+    deleted = 0
+    while True:
+        turn, times = 0, []
+        while True:
+            began = time.perf_counter()
+            turn += retention.prune_pass(keep=keep, max_age_days=None, now=now, cursor=cursor)
+            times.append(time.perf_counter() - began)
+            if cursor.after == 0:  # back at the first schedule
+                break
+        if not turn:
+            break
+        deleted += turn
+        passes += times
+    connection.close()
+    seconds = sum(passes)
+    return {
+        "deleted": deleted,
+        "seconds": seconds,
+        "passes": len(passes),
+        "longest_pass_s": max(passes + times),
+        "idle_turn_s": sum(times),
+        "ms_per_1000": 1000 * seconds / deleted * 1000 if deleted else None,
+    }
+
+
+def requests() -> dict:
+    """`/health/` and `/metrics` (token mode), server time and queries."""
+    from django.test import Client
+    from pages import measure
+
+    # 503 is what /health/ must say while no scheduler is up; Django logs each at ERROR.
+    logging.getLogger("django.request").setLevel(logging.CRITICAL)
+    client = Client()
+    # No scheduler is up between the phases: /health/ says so (503), after the same reads.
+    return {
+        url: measure(client, url, headers, REQUESTS, statuses=(200, 503))
+        for url, headers in PAGES.items()
+    }
+
+
+def one_database(name: str, rows: int) -> dict:
+    from ceiling import postgresql, sqlite
+
+    per_schedule = rows // SCHEDULES
+    with (sqlite if name == "SQLite" else postgresql)() as (database, durability):
+        database.fresh()
+        from schedule_records import insert_schedule_rows
+
+        far = time.time() + 10 * 86400  # placed later, phase by phase
+        insert_schedule_rows({f"s{i}": (far, EVERY) for i in range(SCHEDULES)},
+                             "bench.noop_worker")  # fmt: skip
+        found: dict = {"database": name, "durability": durability}
+        found["steady_empty"] = steady(database)
+        print(f"{name}: empty log, p99 {found['steady_empty']['p99_ms']}", flush=True)
+        past = time.time() - 2 * 86400
+        add_runs(SMALL_KEEP + SMALL_EXTRA, past)
+        found["pruning_small"] = {"rows": _run_count(), **pruning(SMALL_KEEP)}
+        print(f"{name}: pruning beside {found['pruning_small']['rows']:,} rows: "
+              f"{found['pruning_small']}", flush=True)  # fmt: skip
+        _clear_runs()
+        before = database_bytes()
+        began = time.monotonic()
+        # Older than any slot to come: 28 hours at this rate, ending a day ago.
+        added = add_runs(per_schedule, past - per_schedule * EVERY)
+        found["fill_s"] = time.monotonic() - began
+        found["rows"] = _run_count()
+        found["expected_rows"] = added
+        found["bytes_per_run"] = (database_bytes() - before) / added
+        print(f"{name}: {found['rows']:,} rows in {found['fill_s']:.0f} s, "
+              f"{found['bytes_per_run']:.0f} bytes a run", flush=True)  # fmt: skip
+        found["requests"] = requests()
+        found["steady_full"] = steady(database)
+        print(f"{name}: full log, p99 {found['steady_full']['p99_ms']}", flush=True)
+        add_runs(EXTRA, past + 3600)
+        found["pruning_full"] = {"rows": _run_count(), **pruning(per_schedule)}
+        print(f"{name}: pruning beside {found['pruning_full']['rows']:,} rows: "
+              f"{found['pruning_full']}", flush=True)  # fmt: skip
+    return found
+
+
+def _run_count() -> int:
+    from schedules.models import Run
+
+    return Run.objects.count()
+
+
+def _clear_runs() -> None:
+    from django.db import connection
+
+    from schedules.models import Run
+
+    table = connection.ops.quote_name(Run._meta.db_table)
+    with connection.cursor() as cursor:
+        # PostgreSQL keeps a deleted row's space until a vacuum: the fill would reuse it and
+        # its bytes per run read low. Emptied, the table starts from nothing.
+        if connection.vendor == "postgresql":
+            cursor.execute(f"TRUNCATE {table} CASCADE")
+        else:
+            cursor.execute(f"DELETE FROM {table}")
+
+
+def main() -> None:
+    parser = benchmark_options(__doc__, quick="not run: the full run measures it")
+    parser.add_argument("--rows", type=int, default=ROWS, help="rows in the full log")
+    parser.add_argument("--child", nargs=2, help="internal")
+    args = parser.parse_args()
+    if args.child:
+        name, out = args.child
+        Path(out).write_text(json.dumps(one_database(name, args.rows), default=str))
+        return
+    settings = {"rows": args.rows, "schedules": SCHEDULES, "every_s": EVERY, "keep": KEEP,
+                "small_keep": SMALL_KEEP, "shape": SHAPE, "quick": args.quick}  # fmt: skip
+    if args.quick:
+        print("run_log: not run in a quick run (the full run measures it)", flush=True)
+        write_results(args.json, "run_log", {**settings, "measured": False}, {})
+        return
+    databases = []
+    for name in ("SQLite", "PostgreSQL"):
+        out = Path(tempfile.mkdtemp(prefix="sillo-bench-log-")) / "run_log.json"
+        env = {**os.environ, "SILLO_METRICS": "token", "SILLO_METRICS_TOKEN": METRICS_TOKEN,
+               "DJANGO_ALLOWED_HOSTS": "testserver",
+               "DJANGO_STATIC_ROOT": tempfile.mkdtemp(prefix="sillo-bench-static-")}  # fmt: skip
+        command = [sys.executable, __file__, "--child", name, str(out), "--rows", str(args.rows)]
+        subprocess.run(command, env=env, check=True)
+        databases.append(json.loads(out.read_text()))
+    write_results(args.json, "run_log", {**settings, "measured": True}, {"databases": databases})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,168 @@
+"""The run log at 10 million rows in the report: its section, reading and target row (item 5)."""
+
+from __future__ import annotations
+
+from formatting import table
+from verdicts import INCOMPLETE, NOT_MEASURED, verdict
+
+TARGET = (
+    "run log at 10 million rows: lateness unchanged, pruning cost per day bounded, bytes per "
+    "run, `/health/` and `/metrics` under 50 ms"
+)
+LATE_RATIO, LATE_SLACK_MS = 1.5, 5.0  # "unchanged": within 1.5× of the empty log's, + 5 ms
+PRUNE_RATIO = 2.0  # "bounded": per pruned run, within 2× of its cost beside a small log
+PASS_S = 1.0  # and no pass longer than this
+REQUEST_MS = 50.0
+DAY = 86_400
+
+
+def _checks(db: dict, rate: float) -> dict:
+    """Each judged figure of one database, and whether it holds."""
+    empty, full = db["steady_empty"]["p99_ms"], db["steady_full"]["p99_ms"]
+    small, big = db["pruning_small"], db["pruning_full"]
+    slowest = max(row["server_ms"]["max"] for row in db["requests"].values())
+    per_run = big["ms_per_1000"] / 1000 if big["ms_per_1000"] else None
+    return {
+        "late": bool(empty and full) and full["max"] <= LATE_RATIO * empty["max"] + LATE_SLACK_MS,
+        "prune": bool(small["ms_per_1000"] and big["ms_per_1000"])
+        and big["ms_per_1000"] <= PRUNE_RATIO * small["ms_per_1000"]
+        and _longest(db) <= PASS_S,
+        "requests": slowest < REQUEST_MS,
+        "slowest_ms": slowest,
+        "day_s": per_run * rate * DAY / 1000 if per_run else None,
+        "complete": all(
+            phase["runs"] == phase["expected"] for phase in (db["steady_empty"], db["steady_full"])
+        )
+        and db["rows"] >= db["expected_rows"],
+    }
+
+
+def _longest(db: dict) -> float:
+    """The longest pruning pass of both phases, in seconds."""
+    return max(db["pruning_small"]["longest_pass_s"], db["pruning_full"]["longest_pass_s"])
+
+
+def _rate(data: dict) -> float:
+    settings = data["settings"]
+    return settings["schedules"] / settings["every_s"]
+
+
+def _p99(phase: dict) -> str:
+    return "–" if not phase["p99_ms"] else f"{phase['p99_ms']['max']:.1f}"
+
+
+def _describe(db: dict, rate: float) -> str:
+    c = _checks(db, rate)
+    small, big = db["pruning_small"], db["pruning_full"]
+    day = "–" if c["day_s"] is None else f"{c['day_s']:,.0f} s"
+    return (
+        f"{db['database']}: p99 {_p99(db['steady_empty'])} ms empty, "
+        f"{_p99(db['steady_full'])} ms at {db['rows']:,} rows; pruning "
+        f"{_ms(small['ms_per_1000'])} ms per 1,000 runs beside {small['rows']:,} rows, "
+        f"{_ms(big['ms_per_1000'])} beside {big['rows']:,} (a day at {rate:g} runs/s: {day}), "
+        f"longest pass {_longest(db):.2f} s; "
+        f"{db['bytes_per_run']:,.0f} bytes a run; slowest of `/health/` and `/metrics` "
+        f"{c['slowest_ms']:.0f} ms"
+    )
+
+
+def _ms(value: float | None) -> str:
+    return "–" if value is None else f"{value:,.0f}"
+
+
+def run_log_target(data: dict | None) -> list[str]:
+    if not data:
+        return [TARGET, NOT_MEASURED, INCOMPLETE]
+    if not data["settings"].get("measured"):
+        return [TARGET, NOT_MEASURED + " (a full run measures it)", INCOMPLETE]
+    rate = _rate(data)
+    databases = data["databases"]
+    checks = [_checks(db, rate) for db in databases]
+    ok = all(c["late"] and c["prune"] and c["requests"] for c in checks)
+    complete = len(databases) == 2 and all(c["complete"] for c in checks)
+    measured = "; ".join(_describe(db, rate) for db in databases)
+    return [TARGET, measured, verdict(ok, complete=complete)]
+
+
+def run_log_section(data: dict) -> str:
+    settings = data["settings"]
+    if not settings.get("measured"):
+        return "Not run in a quick run: writing 10 million rows on each database takes minutes."
+    rate = _rate(data)
+    rows = []
+    for db in data["databases"]:
+        c = _checks(db, rate)
+        requests = db["requests"]
+        rows.append(
+            [
+                db["database"],
+                f"{db['rows']:,} ({db['fill_s']:.0f} s)",
+                f"{db['bytes_per_run']:,.0f}",
+                f"{_p99(db['steady_empty'])} → {_p99(db['steady_full'])}",
+                f"{_ms(db['pruning_small']['ms_per_1000'])} → "
+                f"{_ms(db['pruning_full']['ms_per_1000'])}",
+                f"{_longest(db):.2f}",
+                f"{db['pruning_full']['idle_turn_s']:.1f}",
+                "–" if c["day_s"] is None else f"{c['day_s']:,.0f}",
+                f"{requests['/health/']['server_ms']['median']:.1f} "
+                f"({requests['/health/']['queries']['median']:.0f} q)",
+                f"{requests['/metrics']['server_ms']['median']:.1f} "
+                f"({requests['/metrics']['queries']['median']:.0f} q, "
+                f"{requests['/metrics']['bytes'] / 1024:.0f} KB)",
+            ]
+        )  # fmt: skip
+    shape = settings["shape"]
+    return (
+        f"{settings['schedules']:,} schedules every {settings['every_s']:g} s ({rate:g} runs/s), "
+        f"one `manage.py runscheduler` with its defaults. Lateness: the worst of "
+        f"{shape['windows']} windows of {shape['window']:g} s after a {shape['warmup']:g} s "
+        f"warm-up, inside the task, with an empty log and then with the full one. The log is "
+        f"filled with finished runs, {settings['keep']:,} per schedule (the default "
+        "retention), by the database itself (INSERT … SELECT over a series). Pruning: the "
+        "scheduler's bounded passes (200 schedules, 5,000 rows at most each) until a turn over "
+        f"the schedules finds nothing, deleting 10 runs per schedule beyond the "
+        f"{settings['small_keep']} kept of a small log, then beyond the {settings['keep']:,} "
+        "of the full one; its cost per day is the per-run cost times a day of runs at this "
+        "rate; an idle turn is one that found nothing to delete. Bytes per run: the growth "
+        "of SQLite's pages in use after a checkpoint, or of PostgreSQL's run table with its "
+        "indexes and TOAST, over the rows added. `/health/` (503 while no scheduler is up, "
+        "after the same reads) and `/metrics` (token mode) through Django's whole stack, "
+        "median of 10 after 2 warm-up.\n\n"
+        + table(
+            [
+                "database",
+                "rows (fill)",
+                "bytes a run",
+                "p99 ms empty → full",
+                "prune ms per 1,000 runs small → full",
+                "longest pass s",
+                "idle turn s",
+                "prune s a day",
+                "`/health/` ms",
+                "`/metrics` ms",
+            ],
+            rows,
+        )  # fmt: skip
+    )
+
+
+def run_log_reading(data: dict) -> str:
+    if not data["settings"].get("measured"):
+        return ""
+    rate = _rate(data)
+    parts = []
+    for db in data["databases"]:
+        c = _checks(db, rate)
+        misses = [
+            name
+            for name, ok in (
+                ("lateness changed", c["late"]),
+                ("pruning cost grew with the log", c["prune"]),
+                (f"a request took {c['slowest_ms']:.0f} ms", c["requests"]),
+            )
+            if not ok
+        ]
+        parts.append(
+            _describe(db, rate) + (f" ({', '.join(misses)})" if misses else " (all within limits)")
+        )
+    return "**Run log.** " + "; ".join(parts) + "."
