@@ -230,7 +230,7 @@ def sqlite() -> Iterator[tuple[Database, dict]]:
     yield (
         Database("SQLite", scheduler_systems.WORKDIR, dict(os.environ),
                  scheduler_systems.fresh_database),
-        {"SQLite": scheduler_systems.django_durability()},
+        {"SQLite": {"sillo": scheduler_systems.django_durability()}},
     )  # fmt: skip
 
 
@@ -242,7 +242,7 @@ def postgresql() -> Iterator[tuple[Database, dict]]:
     with prepared_server(folder) as (url, env, durability):
         yield (
             Database("PostgreSQL", folder, env, lambda: clear_tables(url)),
-            {"PostgreSQL": durability},
+            {"PostgreSQL": {"sillo": durability}},
         )
 
 

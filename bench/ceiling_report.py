@@ -169,18 +169,25 @@ def ceiling_reading(data: dict) -> str:
             f"{n}: {rate(knees[n]['rate']) if knees[n] else 'none'}" for n in ordered
         )
         one, most = knees[ordered[0]], knees[ordered[-1]]
-        raised = bool(one and most and most["rate"] > one["rate"])
+        # None held nothing: any rate the most schedulers held is higher.
+        raised = most is not None and (one is None or most["rate"] > one["rate"])
         text += (
             f" On {database}, more schedulers {'raised' if raised else 'did not raise'} the "
             f"knee (schedulers: runs/s held, {figures})"
         )
         busy = [knee(c["steps"])[1] for c in data["configs"] if c["database"] == database]
         saturated = [step for step in busy if step and step["cpu_busy"] >= BUSY]
-        if saturated and len(saturated) == len([b for b in busy if b]):
+        over = [step for step in busy if step]
+        if saturated and len(saturated) == len(over):
             text += (
                 f"; at every first step over the limit the machine's "
                 f"{data['settings'].get('cores', '?')} cores were at least {BUSY:.0%} busy: "
                 "its CPU is what limits the rate"
+            )
+        elif over and not saturated:
+            text += (
+                f"; at the first steps over the limit the cores were at most "
+                f"{max(step['cpu_busy'] for step in over):.0%} busy: not the CPU"
             )
         text += "."
     return text

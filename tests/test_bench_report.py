@@ -713,6 +713,14 @@ def test_the_ceiling_reading_says_whether_more_schedulers_raised_it_and_what_lim
     raised = ceiling_reading(ceiling_data(*six_configs(busy=0.5, more=560)))
     assert "On PostgreSQL, more schedulers raised the knee" in raised
     assert "what limits the rate" not in raised  # the cores were not saturated: not claimed
+    assert "the cores were at most 50% busy: not the CPU" in raised
+    # One scheduler held no step, four held one: that is raised, not "did not raise".
+    none_then_some = [
+        ceiling_config("PostgreSQL", 1, (50, 300.0, 100)),
+        ceiling_config("PostgreSQL", 4, (50, 30.0, 100), (100, 300.0, 200)),
+    ]
+    assert "On PostgreSQL, more schedulers raised the knee (schedulers: runs/s held, 1: none, " \
+        "4: 50)" in ceiling_reading(ceiling_data(*none_then_some))  # fmt: skip
 
 
 def test_the_ramp_doubles_until_a_step_fails_or_halves_until_one_holds(monkeypatch):
