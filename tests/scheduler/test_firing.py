@@ -250,6 +250,7 @@ def test_in_flight_counts_read_the_running_runs_not_every_run_a_schedule_kept(db
     from django.test.utils import CaptureQueriesContext
 
     from schedules.models import Run
+    from schedules.scheduler import queued as queued_runs
 
     def plan_of(read) -> str:
         with CaptureQueriesContext(connection) as captured:
@@ -262,6 +263,11 @@ def test_in_flight_counts_read_the_running_runs_not_every_run_a_schedule_kept(db
     assert "run_running_idx" in plan_of(lambda: Run.objects.running_counts([1, 2]))
     queued = plan_of(lambda: Run.objects.queued().filter(schedule_id=1).count())
     assert "run_queued_schedule_idx" in queued
+    # The queued runs waiting for a worker, not every kept run of their tasks.
+    held = plan_of(
+        lambda: queued_runs.to_hold(now=T0, task_names=["demo.slow"], held=[1], limit=10)
+    )
+    assert "run_queued_task_idx" in held and "run_task_recent_idx" not in held, held
 
 
 async def test_a_pass_reads_the_queue_only_when_it_may_have_changed(
