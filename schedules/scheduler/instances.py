@@ -98,7 +98,10 @@ def recover_crashed(*, now: datetime, stale_after: float, host: str) -> list[Run
     if dead:
         SchedulerInstance.objects.filter(id__in=dead).update(stopped_at=now)
     alive = SchedulerInstance.objects.filter(stopped_at__isnull=True).values_list("id", flat=True)
-    orphaned = list(Run.objects.running().exclude(scheduler__in=alive))
+    # Unordered: the model's newest-first order made SQLite walk run_recent_idx through
+    # every kept run (seconds beside 10 million, each heartbeat on the database thread)
+    # rather than the running runs' partial index.
+    orphaned = list(Run.objects.running().exclude(scheduler__in=alive).order_by())
     interrupted = []
     # One transaction with the outcomes' side effects: a catch follow-up is written
     # with the interrupted status or not at all (another recovering scheduler's

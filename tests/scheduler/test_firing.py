@@ -250,12 +250,15 @@ def test_in_flight_counts_read_the_running_runs_not_every_run_a_schedule_kept(db
     from django.test.utils import CaptureQueriesContext
 
     from schedules.models import Run
+    from schedules.scheduler import instances
     from schedules.scheduler import queued as queued_runs
 
     def plan_of(read) -> str:
+        """The plan of the last read of the runs table that `read` made."""
         with CaptureQueriesContext(connection) as captured:
             read()
-        sql = captured.captured_queries[-1]["sql"]
+        sql = next(q["sql"] for q in reversed(captured.captured_queries)
+                   if q["sql"].startswith("SELECT") and "schedules_run" in q["sql"])  # fmt: skip
         with connection.cursor() as cursor:
             cursor.execute(f"EXPLAIN QUERY PLAN {sql}")
             return " ".join(str(row) for row in cursor.fetchall())
@@ -268,6 +271,9 @@ def test_in_flight_counts_read_the_running_runs_not_every_run_a_schedule_kept(db
         lambda: queued_runs.to_hold(now=T0, task_names=["demo.slow"], held=[1], limit=10)
     )
     assert "run_queued_task_idx" in held and "run_task_recent_idx" not in held, held
+    # Each heartbeat's look for runs of dead schedulers, and overlap="replace".
+    orphans = plan_of(lambda: instances.recover_crashed(now=T0, stale_after=30.0, host="h"))
+    assert "run_running_idx" in orphans and "run_recent_idx" not in orphans, orphans
 
 
 async def test_a_pass_reads_the_queue_only_when_it_may_have_changed(
