@@ -41,6 +41,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import ROOT, benchmark_options, percentile, write_results  # noqa: E402
+from scheduler_postgres import read_executions  # noqa: E402
 
 EVERY = 10.0
 MIN_RATE, MAX_RATE = 50.0, 6_400.0
@@ -97,18 +98,6 @@ def stop(processes: list[subprocess.Popen]) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-
-
-def read_executions(path: Path) -> list[tuple[str, float]]:
-    """(code, epoch seconds) of every task body that ran."""
-    if not path.exists():
-        return []
-    found = []
-    for line in path.read_text().splitlines():
-        code, _, at = line.partition(" ")
-        if at:
-            found.append((code, float(at)))
-    return found
 
 
 def last_registered() -> float | None:

@@ -167,7 +167,8 @@ def place_slots(first: float) -> None:
 
 def steady(database) -> dict:
     """One scheduler over the records: lateness inside the task per window."""
-    from ceiling import read_executions, start_schedulers, stop
+    from ceiling import start_schedulers, stop
+    from scheduler_postgres import read_executions
 
     first = time.time() + LEAD
     place_slots(first)
