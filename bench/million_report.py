@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from formatting import table
-from verdicts import INCOMPLETE, NOT_MEASURED, verdict
+from verdicts import not_run_here, verdict
 
 TARGET = (
     "one million schedules: idle CPU under 1% of a core, scheduler memory growth under "
@@ -40,10 +40,8 @@ def _number(value: float | None, unit: str, places: int = 1) -> str:
 
 
 def million_target(data: dict | None) -> list[str]:
-    if not data:
-        return [TARGET, NOT_MEASURED, INCOMPLETE]
-    if not data["settings"].get("measured"):
-        return [TARGET, NOT_MEASURED + " (a full run measures it)", INCOMPLETE]
+    if row := not_run_here(TARGET, data):
+        return row
     f = _figures(data)
     name, page = f["slowest"]
     measured = (

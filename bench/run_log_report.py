@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from formatting import table
-from verdicts import INCOMPLETE, NOT_MEASURED, verdict
+from verdicts import not_run_here, verdict
 
 TARGET = (
     "run log at 10 million rows: lateness unchanged, pruning cost per day bounded, bytes per "
@@ -71,10 +71,8 @@ def _ms(value: float | None) -> str:
 
 
 def run_log_target(data: dict | None) -> list[str]:
-    if not data:
-        return [TARGET, NOT_MEASURED, INCOMPLETE]
-    if not data["settings"].get("measured"):
-        return [TARGET, NOT_MEASURED + " (a full run measures it)", INCOMPLETE]
+    if row := not_run_here(TARGET, data):
+        return row
     rate = _rate(data)
     databases = data["databases"]
     checks = [_checks(db, rate) for db in databases]

@@ -22,6 +22,15 @@ def verdict(ok: bool | None, complete: bool = True) -> str:
     return MET if ok else MISSED
 
 
+def not_run_here(target: str, data: dict | None) -> list[str] | None:
+    """The row of a benchmark that only a full run makes, if this run did not make it."""
+    if not data:
+        return [target, NOT_MEASURED, INCOMPLETE]
+    if not data["settings"].get("measured"):
+        return [target, NOT_MEASURED + " (a full run measures it)", INCOMPLETE]
+    return None
+
+
 def worst(figure: dict | None) -> float | None:
     return figure["max"] if figure else None
 
