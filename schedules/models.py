@@ -172,9 +172,15 @@ class RunQuerySet(models.QuerySet["Run"]):
 
     def running_counts(self, schedule_ids: Iterable[int]) -> dict[int, int]:
         """Runs in flight per schedule, in one query (run_running_idx)."""
+        return self.running()._counts(schedule_ids)
+
+    def queued_counts(self, schedule_ids: Iterable[int]) -> dict[int, int]:
+        """Runs waiting to start per schedule, in one query (run_queued_schedule_idx)."""
+        return self.queued()._counts(schedule_ids)
+
+    def _counts(self, schedule_ids: Iterable[int]) -> dict[int, int]:
         return dict(
-            self.running()
-            .filter(schedule_id__in=list(schedule_ids))
+            self.filter(schedule_id__in=list(schedule_ids))
             .values_list("schedule_id")
             .annotate(n=Count("pk"))
             .values_list("schedule_id", "n")

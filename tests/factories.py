@@ -9,6 +9,8 @@ from io import StringIO
 
 from asgiref.sync import sync_to_async
 from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from schedules import services
 from schedules.models import Run, Schedule
@@ -93,3 +95,14 @@ def cli(*args: str) -> str:
     out = StringIO()
     call_command("schedules", *args, stdout=out)
     return out.getvalue()
+
+
+def plan_of(read, *, table: str = "schedules_run") -> str:
+    """SQLite's plan of the last read of `table` that `read` made."""
+    with CaptureQueriesContext(connection) as captured:
+        read()
+    sql = next(q["sql"] for q in reversed(captured.captured_queries)
+               if q["sql"].startswith("SELECT") and table in q["sql"])  # fmt: skip
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN QUERY PLAN {sql}")
+        return " ".join(str(row) for row in cursor.fetchall())

@@ -246,22 +246,10 @@ def test_the_due_query_reads_the_due_index_not_every_schedule_of_a_task(db) -> N
 def test_in_flight_counts_read_the_running_runs_not_every_run_a_schedule_kept(db) -> None:
     """Each claim counts the schedule's running runs (max_instances); with retention
     raised a schedule keeps 100,000 runs, which the count must not read."""
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
-
     from schedules.models import Run
     from schedules.scheduler import instances
     from schedules.scheduler import queued as queued_runs
-
-    def plan_of(read) -> str:
-        """The plan of the last read of the runs table that `read` made."""
-        with CaptureQueriesContext(connection) as captured:
-            read()
-        sql = next(q["sql"] for q in reversed(captured.captured_queries)
-                   if q["sql"].startswith("SELECT") and "schedules_run" in q["sql"])  # fmt: skip
-        with connection.cursor() as cursor:
-            cursor.execute(f"EXPLAIN QUERY PLAN {sql}")
-            return " ".join(str(row) for row in cursor.fetchall())
+    from tests.factories import plan_of
 
     assert "run_running_idx" in plan_of(lambda: Run.objects.running_counts([1, 2]))
     queued = plan_of(lambda: Run.objects.queued().filter(schedule_id=1).count())

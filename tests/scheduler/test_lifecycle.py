@@ -10,15 +10,13 @@ from datetime import timedelta
 
 import pytest
 from asgiref.sync import sync_to_async
-from django.db import OperationalError, connection
-from django.db.models import Count
-from django.test.utils import CaptureQueriesContext
+from django.db import OperationalError
 from django.utils import timezone
 
 from schedules import services
 from schedules.models import Run, RunReason, RunStatus, Schedule, SchedulerInstance, ScheduleStatus
 from schedules.registry import Registry, TaskOptions, registry
-from schedules.scheduler import claims, outcomes, pipeline, retention
+from schedules.scheduler import claims, outcomes, pipeline
 from schedules.scheduler.engine import Scheduler
 from schedules.signals import run_finished, run_started
 from tests.factories import (
@@ -27,7 +25,6 @@ from tests.factories import (
     create,
     every,
     inline_executor,
-    make_schedule,
     runs_of,
     schedule_of,
 )
@@ -434,21 +431,6 @@ async def received_runs(layer, channel: str) -> list[dict]:
         runs.extend(message["runs"])
 
 
-def test_retention_keeps_the_newest_runs(db) -> None:
-    from tests.factories import make_schedule
-
-    schedule = make_schedule("chatty", "test.echo", every(60))
-    for i in range(12):
-        Run.objects.create(
-            schedule=schedule, schedule_code="chatty", task_name="test.echo",
-            reason=RunReason.MANUAL, status=RunStatus.SUCCEEDED,
-            queued_at=T0 + timedelta(seconds=i),
-        )  # fmt: skip
-    assert retention.prune_runs(schedule_id=schedule.pk, keep=5) == 7
-    kept = list(Run.objects.filter(schedule=schedule).values_list("queued_at", flat=True))
-    assert kept == [T0 + timedelta(seconds=i) for i in range(11, 6, -1)]
-
-
 async def test_finished_runs_are_pruned_as_part_of_normal_work(scheduler, clock, settings) -> None:
     settings.SILLO_RUNS_PER_SCHEDULE = 3
     settings.SILLO_PRUNE_INTERVAL = 10
@@ -461,50 +443,6 @@ async def test_finished_runs_are_pruned_as_part_of_normal_work(scheduler, clock,
     await scheduler.run_pass()  # the prune timer came round, before this pass's claims
     await scheduler.wait_idle()
     assert len(await runs_of("pruned")) == 4  # 3 kept, and the one this pass made
-
-
-def test_retention_covers_skipped_runs_deleted_schedules_and_age(db) -> None:
-    from tests.factories import make_schedule
-
-    hung = make_schedule("hung", "test.echo", every(60))
-    gone = make_schedule("gone", "test.echo", every(60))
-
-    def runs(schedule, n, status, start=T0):
-        for i in range(n):
-            Run.objects.create(
-                schedule=schedule, schedule_code=schedule.code, task_name="test.echo",
-                reason=RunReason.SCHEDULED, slot=start + timedelta(minutes=i), status=status,
-                queued_at=start + timedelta(minutes=i),
-            )  # fmt: skip
-
-    runs(hung, 10, RunStatus.SKIPPED)  # a hung task's schedule piles up skipped rows
-    runs(gone, 10, RunStatus.SUCCEEDED)
-    gone.delete()  # its runs stay, with their code
-    cursor = retention.Cursor()
-    deleted = retention.prune_pass(keep=4, max_age_days=None, now=T0, cursor=cursor)
-    assert deleted == 12
-    assert Run.objects.filter(schedule_code="hung").count() == 4
-    assert Run.objects.filter(schedule_code="gone").count() == 4
-    # With an age limit, old finished runs go whatever their count.
-    later = T0 + timedelta(days=40)
-    assert retention.prune_pass(keep=4, max_age_days=30, now=later, cursor=cursor) == 8
-    assert Run.objects.count() == 0
-
-
-def test_a_pruning_pass_is_bounded_by_its_budget(db) -> None:
-    from tests.factories import make_schedule
-
-    chatty = make_schedule("chatty", "test.echo", every(60))
-    Run.objects.bulk_create(
-        Run(schedule=chatty, schedule_code="chatty", task_name="test.echo", reason="manual",
-            status=RunStatus.SUCCEEDED, queued_at=T0 + timedelta(seconds=i))
-        for i in range(50)
-    )  # fmt: skip
-    cursor = retention.Cursor()
-    assert retention.prune_pass(keep=5, max_age_days=None, now=T0, cursor=cursor, budget=20) == 20
-    assert retention.prune_pass(keep=5, max_age_days=None, now=T0, cursor=cursor, budget=20) == 20
-    assert retention.prune_pass(keep=5, max_age_days=None, now=T0, cursor=cursor, budget=20) == 5
-    assert Run.objects.count() == 5
 
 
 def test_the_fake_clock_only_moves_when_told() -> None:
@@ -711,28 +649,3 @@ async def test_a_run_whose_announcements_hang_still_runs_and_shutdown_still_ends
     await scheduler.shutdown()
     (run,) = await runs_of("announced")
     assert run.status == RunStatus.SUCCEEDED
-
-
-def test_a_retention_pass_costs_the_same_queries_for_any_number_of_schedules(db) -> None:
-    def crowd(prefix: str, schedules: int) -> None:
-        for i in range(schedules):
-            schedule = make_schedule(f"{prefix}{i}", "test.echo", every(3600))
-            Run.objects.bulk_create(
-                Run(schedule=schedule, schedule_code=schedule.code, task_name="test.echo",
-                    status=RunStatus.SUCCEEDED, reason="manual",
-                    queued_at=T0 + timedelta(seconds=s))
-                for s in range(4)
-            )  # fmt: skip
-
-    def one_pass() -> int:
-        with CaptureQueriesContext(connection) as queries:
-            retention.prune_pass(keep=2, max_age_days=None, now=T0, cursor=retention.Cursor())
-        return len(queries)
-
-    crowd("few", 2)
-    few = one_pass()
-    crowd("many", 40)
-    many = one_pass()
-    assert few == many
-    assert set(Run.objects.values_list("schedule_code").annotate(n=Count("pk")).values_list(
-        "n", flat=True)) == {2}  # fmt: skip
