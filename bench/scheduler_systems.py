@@ -249,12 +249,13 @@ SETUP_PER_SCHEDULE = {
     "naive": 5e-5,
     "poll": 5e-5,
     "apscheduler3-memory": 5e-5,
-    "apscheduler3-sqlalchemy": 1e-4,
+    "apscheduler3-sqlalchemy": 7e-5,  # 100,000 at 1e-4: ready 5.4 s before its first slot
 }
 # Seconds a system's process takes to start whatever its size (Python, Django, a fork
 # server set up with Django): 2 s left Sillo Dash's steady windows unmeasured at 1,000
-# schedules on a busy 2-core VM (its first slot came before it was ready).
-SETUP_BASE = 3.5
+# schedules on a busy 2-core VM (its first slot came before it was ready); at 3.5 each
+# was ready 1.9 to 2.9 s early (quick run of 87475db), 20 s of a quick run's five minutes.
+SETUP_BASE = 3.0
 
 
 def setup_seconds(system: str, schedules: int) -> float:
