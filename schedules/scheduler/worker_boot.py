@@ -9,6 +9,7 @@ up itself when it finds it not ready.
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import os
@@ -26,6 +27,9 @@ def boot() -> None:
         if databases:
             settings.DATABASES = json.loads(databases)
         django.setup()
+        # What Django set up lives as long as the server and every worker forked from
+        # it: out of the collector's sight (see child.main).
+        gc.freeze()
     except Exception:  # noqa: BLE001  the workers report it when they start
         logging.getLogger(__name__).exception("worker fork server could not set Django up")
 

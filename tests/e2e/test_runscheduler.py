@@ -5,6 +5,7 @@ These wait real seconds (a few each): they are the only tests that do.
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -222,6 +223,21 @@ def test_once_runs_one_pass_and_exits(site) -> None:
     output = site.manage("runscheduler", "--once")
     assert "one pass: 1 run(s) started and finished" in output
     assert site.query("SELECT status, reason FROM schedules_run") == [("succeeded", "manual")]
+
+
+def test_the_schedulers_collections_leave_django_alone(site) -> None:
+    """What runscheduler set up lives as long as it: frozen out of the collector, whose
+    full collections walked all of it and held the loop 70 to 90 ms each."""
+    site.schedule("view", "test.gc_view_inline", rarely())
+    process = site.start()
+    site.wait_for("SELECT 1 FROM schedules_schedulerinstance WHERE stopped_at IS NULL")
+    site.manage("schedules", "run", "view")
+    ((result,),) = site.wait_for(
+        "SELECT result FROM schedules_run WHERE schedule_code = 'view' AND status = 'succeeded'"
+    )
+    view = json.loads(result)
+    assert view["frozen"] > 10_000 and view["walked"] < view["frozen"], view
+    assert site.stop(process) == 0
 
 
 def test_run_wait_follows_the_retries_to_the_final_outcome(site) -> None:

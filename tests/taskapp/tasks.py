@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import gc
 import os
 import signal
 import sys
@@ -126,6 +127,18 @@ def segfault() -> None:
 @schedules.task("test.pid")
 def pid() -> int:
     return os.getpid()
+
+
+@schedules.task("test.gc_view")
+def collector_view() -> dict:
+    """Objects the garbage collector leaves alone (frozen) and the ones it walks."""
+    return {"frozen": gc.get_freeze_count(), "walked": len(gc.get_objects())}
+
+
+@schedules.task("test.gc_view_inline", isolation="inline")
+def collector_view_inline() -> dict:
+    """The same, in the scheduler's own process."""
+    return collector_view()
 
 
 @schedules.task("test.blocking_async")
