@@ -139,6 +139,8 @@ def _delete(pks) -> int:
     `QuerySet.update`, it sends no model signals.
     """
     pks = list(pks)
+    if not pks:
+        return 0  # no transaction: on SQLite it would take the write lock for nothing
     deleted = 0
     table, pk = connection.ops.quote_name(Run._meta.db_table), Run._meta.pk.column
     with transaction.atomic():
