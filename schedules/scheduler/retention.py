@@ -20,7 +20,7 @@ from functools import reduce
 from itertools import batched
 from operator import or_
 
-from django.db import connection, transaction
+from django.db import connections, router, transaction
 from django.db.models import Count, OuterRef, Q, Subquery
 
 from ..models import FINISHED, AuditEvent, Run, RunOutput, Schedule
@@ -142,13 +142,15 @@ def _delete(pks) -> int:
     if not pks:
         return 0  # no transaction: on SQLite it would take the write lock for nothing
     deleted = 0
-    table, pk = connection.ops.quote_name(Run._meta.db_table), Run._meta.pk.column
-    with transaction.atomic():
+    using = router.db_for_write(Run)  # a host project may route the app's models
+    table, pk = connections[using].ops.quote_name(Run._meta.db_table), Run._meta.pk.column
+    with transaction.atomic(using=using):
         for batch in batched(pks, DELETE_BATCH):
-            Run.objects.filter(parent_id__in=batch).update(parent=None)
-            RunOutput.objects.filter(run_id__in=batch).delete()  # no relations: one DELETE
+            Run.objects.using(using).filter(parent_id__in=batch).update(parent=None)
+            # No relations of its own: one DELETE.
+            RunOutput.objects.using(using).filter(run_id__in=batch).delete()
             marks = ", ".join(["%s"] * len(batch))
-            with connection.cursor() as cursor:
+            with connections[using].cursor() as cursor:
                 cursor.execute(f"DELETE FROM {table} WHERE {pk} IN ({marks})", batch)
                 deleted += cursor.rowcount
     return deleted
