@@ -17,7 +17,7 @@ doubles until a step does not hold, then one step is measured between it and
 the last that held (×1.4); a first step that does not hold halves the rate
 until one does. The knee is the highest rate that held.
 
-A quick run ramps SQLite with one scheduler only, from 400 runs/s; the full
+A quick run ramps SQLite with one scheduler only, from 800 runs/s; the full
 run ramps all six configurations from 100. Each database is ramped in a
 child process of its own (Django is set up once per process); PostgreSQL is
 a throwaway durable server (fsync and synchronous_commit on).
@@ -48,11 +48,12 @@ MIN_RATE, MAX_RATE = 50.0, 6_400.0
 LATE_MS = 100.0
 DATABASES = ("SQLite", "PostgreSQL")
 COUNTS = (1, 2, 4)
-# A quick ramp is one configuration from 400 runs/s (each step costs about 9 s; this
-# 2-core VM's knee has been between 400 and 1,130); the full run ramps every
+# A quick ramp is one configuration from 800 runs/s: three steps for any knee from 400
+# to 1,600 (this 2-core VM's has been 570 to 1,130; each step costs about 12 s, and from
+# 400 a knee of 800 took four); the full run ramps every
 # configuration from 100.
 SHAPE = {
-    "quick": {"warmup": 1.5, "window": 2.0, "first_rate": 400.0,
+    "quick": {"warmup": 1.5, "window": 2.0, "first_rate": 800.0,
               "configs": [["SQLite", 1]]},
     "full": {"warmup": 3.0, "window": 10.0, "first_rate": 100.0,
              "configs": [[db, n] for db in DATABASES for n in COUNTS]},
