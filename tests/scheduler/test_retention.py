@@ -26,12 +26,7 @@ def add_runs(schedule, statuses: list[str], *, start=T0, step: float = 1.0) -> l
 
 def test_retention_keeps_the_newest_runs(db) -> None:
     schedule = make_schedule("chatty", "test.echo", every(60))
-    for i in range(12):
-        Run.objects.create(
-            schedule=schedule, schedule_code="chatty", task_name="test.echo",
-            reason=RunReason.MANUAL, status=RunStatus.SUCCEEDED,
-            queued_at=T0 + timedelta(seconds=i),
-        )  # fmt: skip
+    add_runs(schedule, [RunStatus.SUCCEEDED] * 12)
     assert retention.prune_runs(schedule_id=schedule.pk, keep=5) == 7
     kept = list(Run.objects.filter(schedule=schedule).values_list("queued_at", flat=True))
     assert kept == [T0 + timedelta(seconds=i) for i in range(11, 6, -1)]
@@ -40,17 +35,8 @@ def test_retention_keeps_the_newest_runs(db) -> None:
 def test_retention_covers_skipped_runs_deleted_schedules_and_age(db) -> None:
     hung = make_schedule("hung", "test.echo", every(60))
     gone = make_schedule("gone", "test.echo", every(60))
-
-    def runs(schedule, n, status, start=T0):
-        for i in range(n):
-            Run.objects.create(
-                schedule=schedule, schedule_code=schedule.code, task_name="test.echo",
-                reason=RunReason.SCHEDULED, slot=start + timedelta(minutes=i), status=status,
-                queued_at=start + timedelta(minutes=i),
-            )  # fmt: skip
-
-    runs(hung, 10, RunStatus.SKIPPED)  # a hung task's schedule piles up skipped rows
-    runs(gone, 10, RunStatus.SUCCEEDED)
+    add_runs(hung, [RunStatus.SKIPPED] * 10, step=60)  # a hung task's schedule piles them up
+    add_runs(gone, [RunStatus.SUCCEEDED] * 10, step=60)
     gone.delete()  # its runs stay, with their code
     cursor = retention.Cursor()
     deleted = retention.prune_pass(keep=4, max_age_days=None, now=T0, cursor=cursor)
@@ -65,11 +51,7 @@ def test_retention_covers_skipped_runs_deleted_schedules_and_age(db) -> None:
 
 def test_a_pruning_pass_is_bounded_by_its_budget(db) -> None:
     chatty = make_schedule("chatty", "test.echo", every(60))
-    Run.objects.bulk_create(
-        Run(schedule=chatty, schedule_code="chatty", task_name="test.echo", reason="manual",
-            status=RunStatus.SUCCEEDED, queued_at=T0 + timedelta(seconds=i))
-        for i in range(50)
-    )  # fmt: skip
+    add_runs(chatty, [RunStatus.SUCCEEDED] * 50)
     cursor = retention.Cursor()
     assert retention.prune_pass(keep=5, max_age_days=None, now=T0, cursor=cursor, budget=20) == 20
     assert retention.prune_pass(keep=5, max_age_days=None, now=T0, cursor=cursor, budget=20) == 20
@@ -80,13 +62,8 @@ def test_a_pruning_pass_is_bounded_by_its_budget(db) -> None:
 def test_a_retention_pass_costs_the_same_queries_for_any_number_of_schedules(db) -> None:
     def crowd(prefix: str, schedules: int) -> None:
         for i in range(schedules):
-            schedule = make_schedule(f"{prefix}{i}", "test.echo", every(3600))
-            Run.objects.bulk_create(
-                Run(schedule=schedule, schedule_code=schedule.code, task_name="test.echo",
-                    status=RunStatus.SUCCEEDED, reason="manual",
-                    queued_at=T0 + timedelta(seconds=s))
-                for s in range(4)
-            )  # fmt: skip
+            add_runs(make_schedule(f"{prefix}{i}", "test.echo", every(3600)),
+                     [RunStatus.SUCCEEDED] * 4)  # fmt: skip
 
     def one_pass() -> int:
         with CaptureQueriesContext(connection) as queries:
