@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.core.validators import RegexValidator
-from django.db import models
+from django.db import DEFAULT_DB_ALIAS, connections, models
 from django.db.models import Case, Count, ExpressionWrapper, F, Q, When
 from django.db.models.functions import Now
 from django.utils import timezone
@@ -90,7 +90,8 @@ class ScheduleQuerySet(models.QuerySet["Schedule"]):
         Python, row by row (parses are cached): only when someone filters by them.
         """
         if flag == "orphan":
-            return self.exclude(task_name__in=sorted(tasks.declarations))
+            names = task_names_in_use(using=self.db)
+            return self.filter(task_name__in=[n for n in names if n not in tasks.declarations])
         if flag == "duplicate":
             return self.filter(task_name__in=sorted(tasks.duplicate_names()))
         if flag == "invalid":
@@ -103,6 +104,27 @@ class ScheduleQuerySet(models.QuerySet["Schedule"]):
             )
             return self.filter(pk__in=[pk for pk, name, kw in rows if kwargs_fit(name, kw, tasks)])
         raise ValueError(f"unknown flag {flag!r} (orphan, duplicate, invalid or kwargs)")
+
+
+def task_names_in_use(*, using: str = DEFAULT_DB_ALIAS) -> list[str]:
+    """Every task name some schedule names, in the database's order: one seek of
+    schedule_task_idx a name (a loose index scan), however many schedules.
+
+    Orphans are found as the names no code declares, then read by name. A NOT IN
+    of the declared names read every schedule: 205 ms of each page at a million
+    schedules, for the banner's count. Django cannot express the recursive walk.
+    """
+    quote = connections[using].ops.quote_name
+    table, column = quote(Schedule._meta.db_table), quote("task_name")
+    sql = (
+        f"WITH RECURSIVE names(name) AS (SELECT MIN({column}) FROM {table} UNION ALL "
+        f"SELECT (SELECT {column} FROM {table} WHERE {column} > names.name "
+        f"ORDER BY {column} LIMIT 1) FROM names WHERE names.name IS NOT NULL) "
+        "SELECT name FROM names WHERE name IS NOT NULL"
+    )
+    with connections[using].cursor() as cursor:
+        cursor.execute(sql)
+        return [name for (name,) in cursor.fetchall()]
 
 
 # How much later than its time a queued catch-up starts, at most, for the runs of now.
@@ -307,6 +329,8 @@ class Schedule(models.Model):
                 name="schedule_due_idx",
                 condition=Q(status="active"),
             ),
+            # Orphans: the task names in use, one seek each (task_names_in_use).
+            models.Index(fields=["task_name"], name="schedule_task_idx"),
         ]
         constraints = [
             models.CheckConstraint(

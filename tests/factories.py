@@ -102,7 +102,7 @@ def plan_of(read, *, table: str = "schedules_run") -> str:
     with CaptureQueriesContext(connection) as captured:
         read()
     sql = next(q["sql"] for q in reversed(captured.captured_queries)
-               if q["sql"].startswith("SELECT") and table in q["sql"])  # fmt: skip
+               if q["sql"].startswith(("SELECT", "WITH")) and table in q["sql"])  # fmt: skip
     with connection.cursor() as cursor:
         cursor.execute(f"EXPLAIN QUERY PLAN {sql}")
         return " ".join(str(row) for row in cursor.fetchall())
