@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from django.apps import AppConfig, apps
+from django.db import connections
+from django.db.migrations.recorder import MigrationRecorder
+from django.db.models.signals import post_migrate
 
 from .registry import autodiscover
 
@@ -16,3 +19,16 @@ class SchedulesConfig(AppConfig):
         from . import checks  # noqa: F401
 
         autodiscover([config.name for config in apps.get_app_configs()])
+        post_migrate.connect(restore_search_index, sender=self)
+
+
+def restore_search_index(using: str, plan: list | None = None, **kwargs: object) -> None:
+    """After a migrate that applied any of this app's migrations: one that alters the
+    schedules table makes SQLite rebuild it without the search triggers (schedules/search.py)."""
+    from .search import INSTALLED_BY, ensure_index  # it reads models: not before ready()
+
+    if not plan or not any(migration.app_label == "schedules" for migration, _ in plan):
+        return  # a flush (tests), or nothing of ours changed
+    connection = connections[using]
+    if INSTALLED_BY in MigrationRecorder(connection).applied_migrations():
+        ensure_index(connection)

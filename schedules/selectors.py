@@ -20,6 +20,7 @@ from .choices import ERROR_OUTCOMES, FINISHED, RunStatus, ScheduleStatus
 from .conf import setting
 from .models import AuditEvent, Run, Schedule, SchedulerInstance
 from .registry import Registry, registry
+from .search import schedules_matching
 
 LIST_FLAGS = ("orphan", "duplicate", "invalid", "kwargs")
 
@@ -31,7 +32,7 @@ def filtered_schedules(params: Mapping[str, str], tasks: Registry = registry) ->
     # PostgreSQL text cannot hold NUL; a search longer than any code is pointless.
     search = (params.get("q") or "").replace("\x00", "").strip()[:200]
     if search:
-        schedules = schedules.filter(Q(code__icontains=search) | Q(task_name__icontains=search))
+        schedules = schedules_matching(schedules, search)
     status = params.get("status")
     if status in ScheduleStatus.values:
         schedules = schedules.filter(status=status)
