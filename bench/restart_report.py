@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ceiling_report import knee, rate
 from formatting import table
 from verdicts import INCOMPLETE, NOT_MEASURED, verdict
 
@@ -64,7 +65,29 @@ def restart_section(data: dict) -> str:
     )
 
 
-def restart_targets(data: dict | None) -> list[list[str]]:
+def beyond_the_ceiling(data: dict, ceiling: dict | None) -> str | None:
+    """The measured reason no catch-up keeps every current slot on time, when there is
+    one: the schedules fall due faster than the rate at which this machine's p99 passed
+    100 ms with one SQLite scheduler (the same run's ceiling, the restart's setup)."""
+    if not ceiling:
+        return None
+    configs = ceiling.get("configs", [])
+    ramps = [c for c in configs if (c["database"], c["schedulers"]) == ("SQLite", 1)]
+    if not ramps:
+        return None
+    held, first_over = knee(ramps[0]["steps"])
+    due = data["settings"]["schedules"] / data["settings"].get("every_s", 60.0)
+    if first_over is None or due < first_over["rate"]:
+        return None
+    sustained = f"held {rate(held['rate'])} runs/s" if held else "held no step"
+    return (
+        f"its schedules fall due {rate(due)} times a second, and on this machine one SQLite "
+        f"scheduler {sustained} and passed 100 ms p99 at {rate(first_over['rate'])} (the "
+        "ceiling, this run): the current slots alone are more than it sustains, restart or not"
+    )
+
+
+def restart_targets(data: dict | None, ceiling: dict | None = None) -> list[list[str]]:
     if not data or not data.get("policies"):
         return [[TARGET, NOT_MEASURED, INCOMPLETE]]
     policies = data["policies"]
@@ -85,10 +108,13 @@ def restart_targets(data: dict | None) -> list[list[str]]:
     measured = f"at {size:,}: " + "; ".join(parts)
     if size != ISSUE_SIZE:
         measured += f" (a quick run; the full run measures {ISSUE_SIZE:,})"
+    reason = None if ok else beyond_the_ceiling(data, ceiling)
+    if reason:
+        measured += f"; the measured reason: {reason}"
     return [[TARGET, measured, verdict(ok, complete)]]
 
 
-def restart_reading(data: dict) -> str | None:
+def restart_reading(data: dict, ceiling: dict | None = None) -> str | None:
     policies = data.get("policies")
     if not policies:
         return None
@@ -108,6 +134,9 @@ def restart_reading(data: dict) -> str | None:
             f"skipped, {current['missed']:,} never claimed, {current['not_started']:,} not "
             "started)"
         )
+    reason = beyond_the_ceiling(data, ceiling)
+    if reason:
+        parts.append(reason)
     return (
         f"**Restart.** With {size:,} one-minute schedules a day behind, " + "; ".join(parts) + "."
         " _Background (the design, not measured in this run): each pass claims up to 500 "

@@ -511,6 +511,35 @@ def test_the_restart_reading_says_what_each_policy_measured() -> None:
     assert "had not ended after 12 s" in reading
 
 
+def test_a_missed_restart_names_the_ceiling_when_its_schedules_fall_due_faster() -> None:
+    from restart_report import restart_reading
+
+    slow = restart_data(skip=restart_policy(first=90.0), once=restart_policy(first=80.0))
+    slow["settings"] |= {"schedules": 100_000, "every_s": 60.0}  # 1,667 due a second
+    over = ceiling_data(ceiling_config("SQLite", 1, (800, 58.0, 1600), (1130, 690.0, 2260)))
+    measured, verdict = restart_verdict_with(slow, over)
+    assert verdict == "**missed**"
+    reason = (
+        "its schedules fall due 1,667 times a second, and on this machine one SQLite scheduler "
+        "held 800 runs/s and passed 100 ms p99 at 1,130"
+    )
+    assert reason in measured and reason in restart_reading(slow, over)
+    # A ceiling above the schedules' rate is no reason; neither is a met target or no ramp.
+    higher = ceiling_data(ceiling_config("SQLite", 1, (1600, 40.0, 3200), (2260, 300.0, 4520)))
+    assert "reason" not in restart_verdict_with(slow, higher)[0]
+    assert "reason" not in restart_verdict_with(slow, None)[0]
+    met = restart_data(skip=restart_policy(), once=restart_policy())
+    met["settings"] |= {"schedules": 100_000, "every_s": 60.0}
+    assert "reason" not in restart_verdict_with(met, over)[0]
+
+
+def restart_verdict_with(data: dict, ceiling: dict | None) -> tuple[str, str]:
+    from restart_report import restart_targets
+
+    ((_, measured, verdict),) = restart_targets(data, ceiling)
+    return measured, verdict
+
+
 # ---------------------------------------------------------------- issue 18 at scale
 
 

@@ -65,6 +65,17 @@ def test_orphans_are_the_schedules_of_the_task_names_no_code_declares() -> None:
     assert task_names_in_use() == [] and not Schedule.objects.with_flag("orphan", registry)
 
 
+def test_past_the_names_a_page_walks_orphans_are_found_by_reading_every_schedule(
+    monkeypatch,
+) -> None:
+    """A million task names would be a million seeks a page, and more than an IN holds."""
+    orphans_among_declared_names()
+    monkeypatch.setattr("schedules.models.TASK_NAMES_WALKED", 3)  # 4 in use
+    assert task_names_in_use() is None
+    orphans = Schedule.objects.with_flag("orphan", registry)
+    assert sorted(orphans.values_list("code", flat=True)) == ["early", "late", "later", "middle"]
+
+
 @pytest.mark.sqlite
 def test_orphans_are_found_without_reading_every_schedule() -> None:
     """One index seek a name, then the orphans read by name: a million schedules cost

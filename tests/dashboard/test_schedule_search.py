@@ -47,6 +47,13 @@ def test_a_search_finds_a_text_anywhere_in_the_task_name(named) -> None:
     assert found("st.fa") == ["reports-eu"]
 
 
+def test_past_the_names_a_page_walks_task_names_are_read_row_by_row(named, monkeypatch) -> None:
+    monkeypatch.setattr("schedules.models.TASK_NAMES_WALKED", 2)  # 3 in use
+    assert found("ECHO") == ["billing-eu", "billing-us", "x9"]
+    assert found("st.fa") == ["reports-eu"]
+    assert found("lling") == ["billing-eu", "billing-us"]
+
+
 def test_quotes_wildcards_and_operators_are_searched_as_text(named) -> None:
     for text in ['"', 'bill"ing', "%", "__", "billing*", "billing OR reports", "NEAR(a b)", "'"]:
         assert found(text) == [], text
