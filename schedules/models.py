@@ -57,6 +57,19 @@ __all__ = [
 ]
 
 
+# schedule_task_idx is partial on a condition every task name meets. SQLite uses a
+# partial index only for a query that states its condition, so the scheduler's due
+# query (task_name IN the runnable names) keeps schedule_due_idx: with a plain index
+# it read and sorted every schedule of the task (1.6 s late at a million schedules).
+# Reads meant for the index state the condition (by_task_names, task_names_in_use).
+EVERY_TASK_NAME = Q(task_name__gte="")
+
+
+def by_task_names(names: Iterable[str]) -> Q:
+    """The schedules of these tasks, read through schedule_task_idx."""
+    return Q(task_name__in=list(names)) & EVERY_TASK_NAME
+
+
 class ScheduleQuerySet(models.QuerySet["Schedule"]):
     def due(self, *, now: datetime, task_names: Iterable[str]) -> ScheduleQuerySet:
         """Active schedules of these tasks whose slot has come (reads schedule_due_idx)."""
@@ -93,7 +106,7 @@ class ScheduleQuerySet(models.QuerySet["Schedule"]):
             names = task_names_in_use(using=self.db)
             if names is None:  # too many to name: read every schedule
                 return self.exclude(task_name__in=sorted(tasks.declarations))
-            return self.filter(task_name__in=[n for n in names if n not in tasks.declarations])
+            return self.filter(by_task_names(n for n in names if n not in tasks.declarations))
         if flag == "duplicate":
             return self.filter(task_name__in=sorted(tasks.duplicate_names()))
         if flag == "invalid":
@@ -125,10 +138,11 @@ def task_names_in_use(*, using: str = DEFAULT_DB_ALIAS) -> list[str] | None:
     """
     quote = connections[using].ops.quote_name
     table, column = quote(Schedule._meta.db_table), quote("task_name")
+    every = f"{column} >= ''"  # the index's condition, as its DDL spells it (EVERY_TASK_NAME)
     sql = (
-        f"WITH RECURSIVE names(name) AS (SELECT MIN({column}) FROM {table} UNION ALL "
-        f"SELECT (SELECT {column} FROM {table} WHERE {column} > names.name "
-        f"ORDER BY {column} LIMIT 1) FROM names WHERE names.name IS NOT NULL) "
+        f"WITH RECURSIVE names(name) AS (SELECT MIN({column}) FROM {table} WHERE {every} "
+        f"UNION ALL SELECT (SELECT {column} FROM {table} WHERE {column} > names.name "
+        f"AND {every} ORDER BY {column} LIMIT 1) FROM names WHERE names.name IS NOT NULL) "
         "SELECT name FROM names WHERE name IS NOT NULL LIMIT %s"
     )
     with connections[using].cursor() as cursor:
@@ -244,8 +258,8 @@ CODE_VALIDATOR = RegexValidator(
 
 class Schedule(models.Model):
     code = models.CharField(max_length=200, unique=True, validators=[CODE_VALIDATOR])
-    # No index of its own: with one, SQLite plans the due query by task name, which
-    # reads every schedule of a task instead of the due ones (schedule_due_idx).
+    # Its index is partial (EVERY_TASK_NAME): with a plain one, SQLite plans the due
+    # query by task name, reading every schedule of a task, not the due ones.
     task_name = models.CharField(max_length=200)
     kwargs = models.JSONField(default=dict, blank=True, decoder=StoredJSONDecoder)
     trigger = models.JSONField(
@@ -340,7 +354,7 @@ class Schedule(models.Model):
                 condition=Q(status="active"),
             ),
             # Orphans: the task names in use, one seek each (task_names_in_use).
-            models.Index(fields=["task_name"], name="schedule_task_idx"),
+            models.Index(fields=["task_name"], name="schedule_task_idx", condition=EVERY_TASK_NAME),
         ]
         constraints = [
             models.CheckConstraint(

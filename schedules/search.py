@@ -31,7 +31,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Q, QuerySet
 from django.db.models.expressions import RawSQL
 
-from .models import task_names_in_use
+from .models import by_task_names, task_names_in_use
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ def schedules_matching(schedules: QuerySet, text: str) -> QuerySet:
     if names is None:  # too many to name: read every task name
         by_task = Q(task_name__icontains=text)
     else:
-        by_task = Q(task_name__in=[name for name in names if text.casefold() in name.casefold()])
+        by_task = by_task_names(name for name in names if text.casefold() in name.casefold())
     connection = connections[schedules.db]
     if connection.vendor == "sqlite" and len(text) >= TRIGRAM and _sqlite_indexed(connection):
         phrase = '"' + text.replace('"', '""') + '"'

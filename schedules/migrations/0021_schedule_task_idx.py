@@ -18,6 +18,11 @@ class Migration(migrations.Migration):
     operations = [
         AddIndexOnline(
             model_name="schedule",
-            index=models.Index(fields=["task_name"], name="schedule_task_idx"),
+            index=models.Index(
+                fields=["task_name"],
+                name="schedule_task_idx",
+                # Partial, so the scheduler's due query keeps schedule_due_idx (models.py).
+                condition=models.Q(task_name__gte=""),
+            ),
         ),
     ]
