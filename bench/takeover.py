@@ -103,6 +103,12 @@ def run_case(url: str, env: dict, shape: dict, node: str, folder: Path) -> dict:
             "WHERE scheduler = %s",
             [victim["instance"]],
         ).fetchall()
+        # Slots the overlap rule skipped, recorded by any scheduler: a slot due while the
+        # killed scheduler's run of it was still in flight (until it was interrupted).
+        skipped = db.execute(
+            "SELECT schedule_code, slot FROM schedules_run WHERE status = 'skipped' "
+            "AND schedule_code LIKE 's%%'"
+        ).fetchall()
     for process in processes:
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)
@@ -110,7 +116,9 @@ def run_case(url: str, env: dict, shape: dict, node: str, folder: Path) -> dict:
         process.wait(60)
     # The schedulers' first second is their start-up, not the steady state the kill breaks.
     before = min(EVERY, shape["warmup"] - 1.0)
-    return figures(read_executions(executions), outcome, victim, (killed, before, after), first)
+    return figures(
+        read_executions(executions), outcome, victim, (killed, before, after), first, skipped
+    )
 
 
 def busiest(db, processes) -> dict:
@@ -125,10 +133,12 @@ def busiest(db, processes) -> dict:
     return {"instance": instance, "index": pids.index(pid), "long_running": long_runs}
 
 
-def figures(executions, outcome, victim, span, first) -> dict:
+def figures(executions, outcome, victim, span, first, skipped=()) -> dict:
     """The steady slots due from `before` seconds before the kill until a second before
     the watch ends (`span`: the kill's epoch time, before, after), and the killed
-    scheduler's runs."""
+    scheduler's runs. A missed slot is one no task body ran for: the killed scheduler
+    had claimed it, the overlap rule skipped it (`skipped`, recorded by a scheduler),
+    or no scheduler claimed it."""
     killed, before, after = span
     its_long = {code for code, *_ in outcome if code.startswith("L")}
     starts: dict[tuple[str, float], list[float]] = {}
@@ -145,7 +155,8 @@ def figures(executions, outcome, victim, span, first) -> dict:
     begin, end = killed - before, killed + after - 1.0  # slots due in this span must have run
     claimed_by_victim = {(code, round(slot.timestamp(), 3)): status
                          for code, status, slot, _ in outcome if code.startswith("s")}  # fmt: skip
-    missed, victims_missed, timeline = 0, 0, []
+    recorded_skips = {(code, round(slot.timestamp(), 3)) for code, slot in skipped}
+    missed, victims_missed, skips_missed, timeline = 0, 0, 0, []
     for i in range(STEADY):
         code = f"s{i}"
         anchor = first.timestamp() + EVERY * i / STEADY
@@ -157,6 +168,7 @@ def figures(executions, outcome, victim, span, first) -> dict:
             else:
                 missed += 1
                 victims_missed += (code, round(slot, 3)) in claimed_by_victim
+                skips_missed += (code, round(slot, 3)) in recorded_skips
             slot += EVERY
     timeline.sort()
     before_kill = [late for at, late in timeline if at < 0]
@@ -171,6 +183,7 @@ def figures(executions, outcome, victim, span, first) -> dict:
         "slots": len(timeline) + missed,
         "missed": missed,
         "missed_claimed_by_killed": victims_missed,
+        "missed_skipped_in_flight": skips_missed,
         "executed_twice": sum(1 for ran in starts.values() if len(ran) > 1),
         "p99_before_ms": percentile(before_kill, 0.99) if before_kill else None,
         "p99_after_ms": percentile(after_kill, 0.99) if after_kill else None,

@@ -398,6 +398,11 @@ def test_a_slot_lost_around_the_kill_misses_unless_the_killed_scheduler_had_clai
     assert takeover_verdicts(takeover_data(same=unclaimed))[1] == "**missed**"
     twice = takeover_case(executed_twice=1)
     assert takeover_verdicts(takeover_data(other=twice))[1] == "**missed**"
+    # Skipped by the overlap rule while the killed scheduler's run was in flight: recorded.
+    waited = takeover_case(missed=5, missed_claimed_by_killed=1, missed_skipped_in_flight=4)
+    assert takeover_verdicts(takeover_data(other=waited))[1] == "met"
+    waited["missed"] = 6
+    assert takeover_verdicts(takeover_data(other=waited))[1] == "**missed**"
 
 
 def test_the_takeover_figures_come_from_the_bodies_notes_and_the_run_table() -> None:
@@ -416,9 +421,9 @@ def test_the_takeover_figures_come_from_the_bodies_notes_and_the_run_table() -> 
         while anchor + k * EVERY <= killed + 3.0:
             slots.append((f"s{i}", anchor + k * EVERY))
             k += 1
-    lost, claimed_lost, twice = slots[10], slots[20], slots[30]
+    lost, claimed_lost, twice, skipped = slots[10], slots[20], slots[30], slots[40]
     for code, slot in slots:
-        if (code, slot) not in (lost, claimed_lost):
+        if (code, slot) not in (lost, claimed_lost, skipped):
             executions.append((code, slot + 0.01))
     executions.append((twice[0], twice[1] + 0.02))
     # L0 and L1 were the killed scheduler's: L0's body executed on; L3's (a peer's) ended.
@@ -431,9 +436,11 @@ def test_the_takeover_figures_come_from_the_bodies_notes_and_the_run_table() -> 
         ("L1", "interrupted", None, datetime.fromtimestamp(killed + 0.9, UTC)),
         ("L2", "running", None, None),
     ]  # fmt: skip
-    found = figures(executions, outcome, {"running": 4}, (killed, EVERY, 4.0), first)
+    recorded = [(skipped[0], datetime.fromtimestamp(skipped[1], UTC))]
+    found = figures(executions, outcome, {"running": 4}, (killed, EVERY, 4.0), first, recorded)
     assert found["slots"] == len(slots)
-    assert (found["missed"], found["missed_claimed_by_killed"]) == (2, 1)
+    assert (found["missed"], found["missed_claimed_by_killed"]) == (3, 1)
+    assert found["missed_skipped_in_flight"] == 1
     assert found["executed_twice"] == 1
     assert found["bodies_after_kill"] == 1
     assert found["interrupted"] == 3
