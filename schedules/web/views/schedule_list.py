@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET
@@ -10,6 +9,7 @@ from django.views.decorators.http import require_GET
 from ...models import RunStatus, ScheduleStatus
 from ...selectors import filtered_schedules
 from .. import access
+from ..paging import KeyedPaginator
 from ..rows import build_rows
 
 PAGE_SIZE = 50
@@ -18,7 +18,7 @@ PAGE_SIZE = 50
 @require_GET
 def schedule_list(request: HttpRequest) -> HttpResponse:
     access.require(request, access.VIEW)
-    paginator = Paginator(filtered_schedules(request.GET), PAGE_SIZE)
+    paginator = KeyedPaginator(filtered_schedules(request.GET), PAGE_SIZE)
     page = paginator.get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
