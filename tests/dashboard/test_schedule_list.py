@@ -204,6 +204,8 @@ def test_keyed_pages_hold_the_rows_and_order_of_sliced_ones() -> None:
         rows = [s.code for s in keyed.page(number).object_list]
         assert rows == [s.code for s in sliced.page(number).object_list], number
     assert [s.code for s in keyed.page(4)] == [f"k{i}" for i in range(16, 23)]
+    nothing = KeyedPaginator(schedules.filter(code="none"), 5).page(1)  # the empty first page
+    assert list(nothing) == [] and nothing.paginator.count == 0
 
 
 @pytest.mark.sqlite
