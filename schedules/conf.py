@@ -35,6 +35,9 @@ DEFAULTS: dict[str, Any] = {
     # Timeout of tasks that declare none; a task declares timeout=0 to run without one.
     "SILLO_DEFAULT_TIMEOUT": 3600.0,
     "SILLO_CLAIM_BATCH": 500,
+    # HTTP requests `runscheduler --serve` lets into Django at once; the rest wait their
+    # turn (schedules.admission): the scheduler's loop shares the process.
+    "SILLO_SERVE_REQUESTS": 1,
     # Slots are claimed this many seconds before they fall due and start at their
     # instant: the claim's transaction is then not part of a run's lateness.
     "SILLO_CLAIM_AHEAD": 0.05,
@@ -150,6 +153,7 @@ RANGES: tuple[tuple[str, float, float], ...] = (
     ("SILLO_DEFAULT_TIMEOUT", 0, 10**9),
     ("SILLO_SHUTDOWN_GRACE", 0, 86400),
     ("SILLO_CLAIM_BATCH", 1, 100_000),
+    ("SILLO_SERVE_REQUESTS", 1, 1024),
     ("SILLO_CLAIM_AHEAD", 0, 1),
     ("SILLO_CHAIN_MAX_DEPTH", 1, 1000),
     ("SILLO_OUTPUT_MAX_CHARS", 0, 10**9),

@@ -13,7 +13,8 @@ from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
 from django.core.management.base import BaseCommand, CommandError
 
-from schedules.conf import setting_problems
+from schedules.admission import AdmissionLimit
+from schedules.conf import setting, setting_problems
 from schedules.management.cli import OneLineParser
 from schedules.routing import asgi_application
 from schedules.scheduler import process
@@ -32,6 +33,8 @@ def served_application() -> Any:
     """The project's ASGI_APPLICATION; without one, Django's app with the live pages' socket.
 
     With DEBUG and staticfiles installed, static files are served too, as by runserver.
+    At most SILLO_SERVE_REQUESTS requests are in Django at once (schedules.admission):
+    the scheduler shares this process.
     """
     if getattr(settings, "ASGI_APPLICATION", None):
         application = get_default_application()
@@ -39,7 +42,7 @@ def served_application() -> Any:
         application = asgi_application(get_asgi_application())
     if settings.DEBUG and apps.is_installed("django.contrib.staticfiles"):
         application = ASGIStaticFilesHandler(application)
-    return application
+    return AdmissionLimit(application, int(setting("SILLO_SERVE_REQUESTS")))
 
 
 class Command(BaseCommand):
