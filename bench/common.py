@@ -9,9 +9,13 @@ docs/benchmarks.md. Figures from repeated measurements are summaries:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import socket
 import statistics
+import subprocess
 import tempfile
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -77,3 +81,21 @@ def quantiles(values: list[float], points: int = 200) -> list[float]:
         return ordered
     step = (len(ordered) - 1) / (points - 1)
     return [ordered[round(i * step)] for i in range(points)]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_for_port(port: int, process: subprocess.Popen, what: str = "daphne") -> None:
+    """Until `process` listens on `port` (30 s at most); an error if it exits first."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{what} exited at start")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"{what} did not start")

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from common import SEED, benchmark_options, write_results  # noqa: E402
-from pages import measure  # noqa: E402
+from pages import measure, product_pages  # noqa: E402
 
 WORKDIR = Path(tempfile.mkdtemp(prefix="sillo-bench-dash-"))
 os.environ.update(
@@ -64,21 +64,8 @@ TRIGGERS = [
     {"kind": "cron", "expression": "0 9 * * 1-5", "tz": "Europe/Berlin"},
     {"kind": "cron", "expression": "0 0 L * *", "tz": "America/New_York"},
 ]
-# Name -> (URL, extra headers). The admin pages are the peer.
-PAGES = {
-    "list, page 1": ("/", {}),
-    "list, page 100": ("/?page=100", {}),
-    "list, search": ("/?q=nightly-1", {}),
-    "list, status filter": ("/?status=paused", {}),
-    "list, table only (htmx)": ("/?page=2", {"HX-Request": "true"}),
-    "schedule page, 100,000 runs": ("/schedules/{busy}/", {}),
-    "schedule page, its runs page 100 (htmx)": (
-        "/schedules/{busy}/?page=100",
-        {"HX-Request": "true"},
-    ),
-    "runs page": ("/runs/", {}),
-    "runs page, the busy schedule's failures": ("/runs/?schedule=busy&status=failed", {}),
-    "live log, first render": ("/live/", {}),
+# Name -> (URL, extra headers), beside the product's pages (bench/pages.py).
+ADMIN_PAGES = {
     "admin changelist, page 1": ("/admin/schedules/schedule/", {}),
     "admin changelist, page 100": ("/admin/schedules/schedule/?p=100", {}),
     "admin changelist, search": ("/admin/schedules/schedule/?q=nightly-1", {}),
@@ -149,8 +136,8 @@ def main() -> None:
     client.force_login(get_user_model().objects.get(username="bench"))
     pages = {}
     busy = Schedule.objects.get(code="busy").pk
-    for name, (url, headers) in PAGES.items():
-        pages[name] = row = measure(client, url.format(busy=busy), headers, repeats)
+    for name, (url, headers) in {**product_pages(busy, "nightly-1"), **ADMIN_PAGES}.items():
+        pages[name] = row = measure(client, url, headers, repeats)
         ms, queries = row["server_ms"], row["queries"]
         print(
             f"  {name:34} {ms['median']:7.1f} ms [{ms['min']:.1f}-{ms['max']:.1f}]  "

@@ -36,7 +36,6 @@ import contextlib
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import tempfile
@@ -48,7 +47,14 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(BENCH.parent))
 
-from common import benchmark_options, percentile, summary, write_results  # noqa: E402
+from common import (  # noqa: E402
+    benchmark_options,
+    free_port,
+    percentile,
+    summary,
+    wait_for_port,
+    write_results,
+)
 
 CLIENTS = 50  # issue 18 item 9: 50 clients at 500 events a second
 RATE = 500.0
@@ -106,23 +112,6 @@ async def clients(url: str, origin: str, cookie: str, count: int, out: Path) -> 
 
 
 # ---------------------------------------------------------------- the server side
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def wait_for_port(port: int, process: subprocess.Popen) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError("daphne exited at start")
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
-            return
-        time.sleep(0.1)
-    raise RuntimeError("daphne did not start")
 
 
 def populate() -> str:

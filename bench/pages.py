@@ -8,6 +8,31 @@ import time
 from common import summary
 
 WARM_UP = 2  # requests before the measured ones: templates compiled, caches filled
+# The product's pages, name -> (URL, extra headers): {busy} is the id of the schedule with
+# 100,000 runs, whose code is "busy"; {search} a code to search for.
+PRODUCT_PAGES = {
+    "list, page 1": ("/", {}),
+    "list, page 100": ("/?page=100", {}),
+    "list, search": ("/?q={search}", {}),
+    "list, status filter": ("/?status=paused", {}),
+    "list, table only (htmx)": ("/?page=2", {"HX-Request": "true"}),
+    "schedule page, 100,000 runs": ("/schedules/{busy}/", {}),
+    "schedule page, its runs page 100 (htmx)": (
+        "/schedules/{busy}/?page=100",
+        {"HX-Request": "true"},
+    ),
+    "runs page": ("/runs/", {}),
+    "runs page, the busy schedule's failures": ("/runs/?schedule=busy&status=failed", {}),
+    "live log, first render": ("/live/", {}),
+}
+
+
+def product_pages(busy: int, search: str) -> dict[str, tuple[str, dict]]:
+    """PRODUCT_PAGES with their URLs filled in."""
+    return {
+        name: (url.format(busy=busy, search=search), headers)
+        for name, (url, headers) in PRODUCT_PAGES.items()
+    }
 
 
 def measure(

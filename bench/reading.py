@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from big_burst_report import big_burst_reading
 from ceiling_report import ceiling_reading
+from dashboard_scale_report import dashboard_scale_reading
 from formatting import median, table
 from million_report import million_reading
 from restart_report import restart_reading, restart_targets
@@ -289,6 +290,7 @@ def targets_and_reading(facts: dict) -> tuple[str, str]:
         reading.append(million_reading(facts["million"]))
     if facts.get("run_log") and run_log_reading(facts["run_log"]):
         reading.append(run_log_reading(facts["run_log"]))
+    reading.append(dashboard_scale_reading(facts.get("run_log"), facts.get("dashboard_data")))
     missed = [row for row in rows if row[2] != MET]
     if missed:
         reading.append(

@@ -13,6 +13,7 @@ from pathlib import Path
 from big_burst_report import big_burst_section
 from ceiling_report import ceiling_section, plot_ceiling
 from common import ROOT
+from dashboard_scale_report import dashboard_scale_section
 from formatting import load
 from header import header
 from million_report import million_section
@@ -80,6 +81,13 @@ def write_report(results: Path, runs: dict) -> Path:
     if data:
         text, facts["dashboard"] = dashboard_section(data)
         sections.append(("Dashboard list page", text))
+    if facts["run_log"]:
+        sections.append(
+            (
+                "Dashboard at 100,000 schedules and 10 million runs",
+                dashboard_scale_section(facts["run_log"]),
+            )
+        )
     data = documents.get("isolation")
     if data:
         sections.append(("The cost of run isolation", isolation_section(data)))

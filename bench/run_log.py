@@ -33,6 +33,7 @@ run writes results that say so.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -40,12 +41,20 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import benchmark_options, percentile, summary, write_results  # noqa: E402
+from common import (  # noqa: E402
+    benchmark_options,
+    free_port,
+    percentile,
+    summary,
+    wait_for_port,
+    write_results,
+)
 
 SCHEDULES = 10_000
 EVERY = 100.0  # seconds: 10,000 schedules make 100 runs a second
@@ -93,23 +102,33 @@ def _series(low: int, high: int) -> str:
     return f"generate_series({low}, {high - 1}) AS numbers(x)"
 
 
-def add_runs(per_schedule: int, start: float) -> int:
-    """`per_schedule` finished runs of every schedule, one every EVERY s from `start`
+def add_runs(
+    per_schedule: int,
+    start: float,
+    *,
+    schedules: int = SCHEDULES,
+    first_id: int | None = None,
+    code: str | None = None,
+    every: float = EVERY,
+) -> int:
+    """`per_schedule` finished runs of each of `schedules` schedules from `first_id` (the
+    log's: s0, s1, ..., or one whose code is `code`), one every `every` s from `start`
     (epoch s), written by the database itself (INSERT ... SELECT over a series): 10
     million rows built in Python and sent over took several times as long."""
     from django.db import connection, transaction
 
     from schedules.models import Run, Schedule
 
-    first_id = Schedule.objects.order_by("pk").values_list("pk", flat=True).first()
+    if first_id is None:
+        first_id = Schedule.objects.order_by("pk").values_list("pk", flat=True).first()
     base = _constant_columns()
-    # Run x is the (x // SCHEDULES)-th of schedule x % SCHEDULES (codes s0, s1, ...).
+    # Run x is the (x // schedules)-th of schedule x % schedules.
     # (%% is % once the parameters are bound, on either backend.)
-    k, g = f"(x %% {SCHEDULES})", f"(x / {SCHEDULES})"
-    at = f"({start:.0f} + {g} * {EVERY:.0f} + {k} %% 100)"
+    k, g = f"(x %% {schedules})", f"(x / {schedules})"
+    at = f"({start:.0f} + {g} * {every:.0f} + {k} %% 100)"
     varying = {
         "schedule_id": f"({first_id} + {k})",
-        "schedule_code": f"('s' || {k})",
+        "schedule_code": f"'{code}'" if code else f"('s' || {k})",
         "slot": _moment(at),
         "queued_at": _moment(at),
         "not_before": _moment(at),
@@ -120,7 +139,7 @@ def add_runs(per_schedule: int, start: float) -> int:
     quote = connection.ops.quote_name
     values = [varying.get(c, "%s") for c in columns]
     params = [base[c] for c in columns if c not in varying]
-    total = per_schedule * SCHEDULES
+    total = per_schedule * schedules
     for low in range(0, total, CHUNK):
         high = min(total, low + CHUNK)
         sql = (
@@ -157,7 +176,7 @@ def place_slots(first: float) -> None:
     from schedules.bulk import update_each
     from schedules.models import Schedule
 
-    ids = Schedule.objects.order_by("pk").values_list("pk", flat=True)
+    ids = Schedule.objects.order_by("pk").values_list("pk", flat=True)[:SCHEDULES]  # s0, s1, ...
     update_each(Schedule, ["next_run_at"], [
         (datetime.fromtimestamp(first + EVERY * i / SCHEDULES, UTC), pk)
         for i, pk in enumerate(ids)
@@ -165,8 +184,11 @@ def place_slots(first: float) -> None:
     connection.close()
 
 
-def steady(database) -> dict:
-    """One scheduler over the records: lateness inside the task per window."""
+def steady(database, during: Callable[[int, float], dict] | None = None) -> dict:
+    """One scheduler over the records: lateness inside the task per window. With
+    `during`, the scheduler also serves the web app (`runscheduler --serve`), and
+    `during(port, end)` loads it until the last window's end (epoch s); what it
+    returns is the result's "load"."""
     from ceiling import start_schedulers, stop
     from scheduler_postgres import read_executions
 
@@ -175,10 +197,18 @@ def steady(database) -> dict:
     executions = database.folder / "executions.txt"
     executions.unlink(missing_ok=True)
     env = {**database.env, "SILLO_BENCH_EXECUTIONS": str(executions)}
-    processes = start_schedulers(1, env, database.folder)
     begin = first + SHAPE["warmup"]
     end = begin + SHAPE["windows"] * SHAPE["window"]
+    loaded = None
+    if during is None:
+        processes = start_schedulers(1, env, database.folder)
+    else:
+        port = free_port()
+        processes = [serving_scheduler(env, database.folder, port)]
     try:
+        if during is not None:
+            wait_for_port(port, processes[0], "runscheduler --serve")
+            loaded = during(port, end)
         time.sleep(max(0.0, end + 1.0 - time.time()))
     finally:
         stop(processes)
@@ -189,12 +219,27 @@ def steady(database) -> dict:
         index = int((slot - begin) // SHAPE["window"])
         if 0 <= index < SHAPE["windows"]:
             windows[index].append((at - slot) * 1000)
-    return {
+    found = {
         "runs": sum(len(w) for w in windows),
         "expected": round(SCHEDULES / EVERY * SHAPE["windows"] * SHAPE["window"]),
         "p50_ms": summary(percentile(w, 0.5) if w else None for w in windows),
         "p99_ms": summary(percentile(w, 0.99) if w else None for w in windows),
     }
+    if loaded is not None:
+        found["load"] = {**loaded, "from_window_start_s": loaded["from"] - begin}
+    return found
+
+
+def serving_scheduler(env: dict, logs: Path, port: int) -> subprocess.Popen:
+    """`runscheduler --serve` on `port`: the scheduler and the web app in one process."""
+    from ceiling import ROOT
+
+    with (logs / "scheduler-serve.log").open("w") as log:
+        return subprocess.Popen(
+            [sys.executable, str(ROOT / "manage.py"), "runscheduler", "--serve",
+             f"127.0.0.1:{port}"],
+            env=env, stdout=subprocess.DEVNULL, stderr=log,
+        )  # fmt: skip
 
 
 def pruning(keep: int) -> dict:
@@ -285,6 +330,27 @@ def one_database(name: str, rows: int) -> dict:
         found["pruning_full"] = {"rows": _run_count(), **pruning(per_schedule)}
         print(f"{name}: pruning beside {found['pruning_full']['rows']:,} rows: "
               f"{found['pruning_full']}", flush=True)  # fmt: skip
+        found["dashboard"] = dashboard(database)
+    return found
+
+
+def dashboard(database) -> dict:
+    """Item 8 on this log, grown to 100,000 schedules (bench/dashboard_scale.py)."""
+    import dashboard_scale
+
+    from schedules.models import Schedule
+
+    busy = dashboard_scale.grow(add_runs)
+    found = {"schedules": Schedule.objects.count(), "rows": _run_count()}
+    found["pages"], cookie = dashboard_scale.pages(busy)
+    slowest = max(found["pages"].values(), key=lambda page: page["server_ms"]["median"])
+    print(f"{database.name}: {found['schedules']:,} schedules, {found['rows']:,} runs: "
+          f"slowest page {slowest['server_ms']['median']:.0f} ms", flush=True)  # fmt: skip
+    database.close()
+    load = functools.partial(dashboard_scale.load, busy=busy, cookie=cookie)
+    found["served"] = steady(database, during=load)
+    print(f"{database.name}: {dashboard_scale.USERS} users on runscheduler --serve, p99 "
+          f"{found['served']['p99_ms']}", flush=True)  # fmt: skip
     return found
 
 
@@ -328,7 +394,7 @@ def main() -> None:
     for name in ("SQLite", "PostgreSQL"):
         out = Path(tempfile.mkdtemp(prefix="sillo-bench-log-")) / "run_log.json"
         env = {**os.environ, "SILLO_METRICS": "token", "SILLO_METRICS_TOKEN": METRICS_TOKEN,
-               "DJANGO_ALLOWED_HOSTS": "testserver",
+               "DJANGO_ALLOWED_HOSTS": "testserver,127.0.0.1",
                "DJANGO_STATIC_ROOT": tempfile.mkdtemp(prefix="sillo-bench-static-")}  # fmt: skip
         command = [sys.executable, __file__, "--child", name, str(out), "--rows", str(args.rows)]
         subprocess.run(command, env=env, check=True)

@@ -935,3 +935,87 @@ def test_a_quick_run_says_the_run_log_is_for_the_full_run():
     assert run_log_target(quick)[1] == "not measured in this run (a full run measures it)"
     assert run_log_target(None)[2] == "**incomplete: not met**"
     assert run_log_reading(quick) == ""
+
+
+# ---------------------------------------------------------------- the dashboard at scale
+
+
+def dashboard_pages(ms: float, queries: int = 11) -> dict:
+    def page(ms: float) -> dict:
+        return {"server_ms": {"median": ms, "min": ms, "max": ms, "n": 10},
+                "queries": {"median": queries, "min": queries, "max": queries},
+                "bytes": 40_000, "status": 200}  # fmt: skip
+
+    return {"list, page 1": page(ms / 2), "schedule page, 100,000 runs": page(ms)}
+
+
+def small_dashboard(ms: float = 80.0) -> dict:
+    return {"settings": {"schedules": 10_001, "runs": 120_000}, "pages": dashboard_pages(ms)}
+
+
+def at_scale(*, ms=(60.0, 90.0), queries=11, failed=0, runs=1200, databases=2) -> dict:
+    data = run_log_data()
+    data["databases"] = data["databases"][:databases]
+    for db, slowest in zip(data["databases"], ms, strict=True):
+        served = {name: {"requests": 30, "failed": failed, "p50_ms": 900.0, "p99_ms": 2500.0}
+                  for name in dashboard_pages(0)}  # fmt: skip
+        db["dashboard"] = {
+            "schedules": 100_001, "rows": 10_100_000, "pages": dashboard_pages(slowest, queries),
+            "served": {"runs": runs, "expected": 1200,
+                       "p99_ms": {"median": 30.0, "min": 20.0, "max": 45.0, "n": 5},
+                       "load": {"users": 20, "seconds": 24.0, "pages": served}},
+        }  # fmt: skip
+    return data
+
+
+def test_the_dashboard_at_scale_is_met_only_with_every_page_fast_and_its_queries_constant():
+    from dashboard_scale_report import dashboard_target
+
+    _, measured, verdict = dashboard_target(small_dashboard(), at_scale())
+    assert verdict == "met"
+    assert (
+        "PostgreSQL: at 100,001 schedules and 10,100,000 runs, one user: slowest schedule page, "
+        "100,000 runs 90 ms; 11 to 11 queries a page, as at 10,001 schedules; 20 users through "
+        "`runscheduler --serve`: slowest p99 response 2,500 ms (list, page 1), 60 requests in "
+        "24 s, 0 failed; the scheduler's p99 lateness 45.0 ms beside them (40.0 ms without)"
+    ) in measured
+    assert dashboard_target(small_dashboard(), at_scale(ms=(60.0, 100.0)))[2] == "**missed**"
+    grew = dashboard_target(small_dashboard(), at_scale(queries=12))
+    assert grew[2] == "**missed**"
+    assert "more than at 10,001 schedules on list, page 1, schedule page" in grew[1]
+
+
+def test_the_dashboard_at_scale_is_incomplete_without_every_request_slot_and_database():
+    from dashboard_scale_report import dashboard_target
+
+    incomplete = "**incomplete: not met**"
+    assert dashboard_target(small_dashboard(), at_scale(failed=1))[2] == incomplete
+    assert dashboard_target(small_dashboard(), at_scale(runs=1199))[2] == incomplete
+    assert dashboard_target(small_dashboard(), at_scale(ms=(60.0,), databases=1))[2] == incomplete
+    assert dashboard_target(None, at_scale())[2] == incomplete  # queries not compared
+
+
+def test_below_the_issues_scale_the_dashboard_can_miss_but_not_be_met():
+    from dashboard_scale_report import dashboard_scale_reading, dashboard_target
+
+    quick = {"settings": {"rows": 10_000_000, "measured": False, "quick": True}}
+    measured, verdict = dashboard_target(small_dashboard(150.0), quick)[1:]
+    assert verdict == "**missed**"
+    assert measured.startswith("at 10,001 schedules and 120,000 runs, one user: slowest")
+    assert "concurrent users not measured" in measured
+    assert dashboard_target(small_dashboard(50.0), quick)[2] == "**incomplete: not met**"
+    assert dashboard_target(None, None)[2] == "**incomplete: not met**"
+    assert dashboard_scale_reading(quick, small_dashboard()) == ""
+
+
+def test_the_dashboard_at_scale_section_has_a_row_per_database_and_page():
+    from dashboard_scale_report import dashboard_scale_reading, dashboard_scale_section
+
+    section = dashboard_scale_section(at_scale())
+    row = "| SQLite | list, page 1 | 30.0 | 11 | 39 | 900 | 2,500 | 30 (0) |"
+    assert row in section
+    assert "PostgreSQL 45.0 ms beside the users, 40.0 ms without" in section
+    assert "(1,000 for each of its 10,000 schedules" in section
+    assert dashboard_scale_reading(at_scale(), small_dashboard()).startswith(
+        "**Dashboard at scale.** SQLite: at 100,001 schedules"
+    )
