@@ -1,8 +1,9 @@
 """`runscheduler --serve` lets at most SILLO_SERVE_REQUESTS requests into Django at once.
 
 The scheduler shares that process: every request inside Django is a thread that
-competes with its loop (schedules/admission.py). The real server with 20 users
-is measured in bench/dashboard_scale.py; here, the rule itself.
+competes with its loop (schedules/admission.py). The real server with 20 users is
+measured in bench/dashboard_scale.py; here, the rule itself, with an app that reads
+its request as Django's ASGI handler does (the whole body, then the view).
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from schedules.management.commands.runscheduler import served_application
 
 
 class Counting:
-    """An ASGI app that notes which requests were inside it at once, in entry order,
-    and then answers (or, for a request whose scope says so, fails or streams)."""
+    """An ASGI app that notes which requests were inside it at once (past their body),
+    in entry order, and then answers; or, as its scope says, fails or streams."""
 
     def __init__(self) -> None:
         self.inside = self.most = 0
@@ -26,6 +27,9 @@ class Counting:
         self.finish_streams = asyncio.Event()
 
     async def __call__(self, scope: dict, receive, send) -> None:
+        if scope["type"] == "http":
+            while (await receive()).get("more_body"):
+                pass
         self.inside += 1
         self.most = max(self.most, self.inside)
         self.entered.append(scope["n"])
@@ -41,6 +45,10 @@ class Counting:
             await send({"type": "http.response.body", "body": b""})
 
 
+async def whole_body() -> dict:
+    return {"type": "http.request", "body": b"", "more_body": False}
+
+
 async def discard(message: dict) -> None:
     pass
 
@@ -48,7 +56,7 @@ async def discard(message: dict) -> None:
 def arrive(app, scopes: list[dict]) -> None:
     async def all_at_once() -> None:
         answers = asyncio.gather(
-            *(app(scope, None, discard) for scope in scopes), return_exceptions=True
+            *(app(scope, whole_body, discard) for scope in scopes), return_exceptions=True
         )
         await asyncio.wait_for(answers, 5)  # a place never given back fails, not hangs
 
@@ -81,9 +89,10 @@ def test_a_streamed_response_frees_its_place_when_it_starts() -> None:
     async def scenario() -> list[int]:
         counting = Counting()
         limited = AdmissionLimit(counting, 1)
-        download = asyncio.ensure_future(limited({"type": "http", "n": 0, "streams": True},
-                                                 None, discard))  # fmt: skip
-        page = asyncio.ensure_future(limited({"type": "http", "n": 1}, None, discard))
+        download = asyncio.ensure_future(
+            limited({"type": "http", "n": 0, "streams": True}, whole_body, discard)
+        )
+        page = asyncio.ensure_future(limited({"type": "http", "n": 1}, whole_body, discard))
         await asyncio.wait_for(page, 5)  # answered while the download still streams
         assert not download.done()
         counting.finish_streams.set()
@@ -91,6 +100,26 @@ def test_a_streamed_response_frees_its_place_when_it_starts() -> None:
         return counting.entered
 
     assert asyncio.run(scenario()) == [0, 1]
+
+
+def test_a_body_still_arriving_holds_no_place() -> None:
+    async def scenario() -> list[int]:
+        counting = Counting()
+        limited = AdmissionLimit(counting, 1)
+        rest_of_body = asyncio.Event()
+
+        async def slow_upload() -> dict:
+            await rest_of_body.wait()
+            return {"type": "http.request", "body": b"x", "more_body": False}
+
+        upload = asyncio.ensure_future(limited({"type": "http", "n": 0}, slow_upload, discard))
+        page = asyncio.ensure_future(limited({"type": "http", "n": 1}, whole_body, discard))
+        await asyncio.wait_for(page, 5)  # answered while the upload is still arriving
+        rest_of_body.set()
+        await asyncio.wait_for(upload, 5)
+        return counting.entered
+
+    assert asyncio.run(scenario()) == [1, 0]
 
 
 def test_websockets_are_not_counted() -> None:

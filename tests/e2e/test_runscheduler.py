@@ -214,6 +214,44 @@ def test_serve_runs_the_web_app_and_the_scheduler_in_one_process(site) -> None:
     assert site.stop(process) == 0
 
 
+def test_serve_answers_pages_while_a_client_trickles_a_request_body(site) -> None:
+    """--serve lets one request into Django at a time (SILLO_SERVE_REQUESTS): one whose
+    body is still arriving, sent before any login, must not hold that place. (daphne
+    buffers the body before the app sees it; the wrapper's own rule is in
+    tests/test_serve_admission.py.)"""
+    import socket
+    import urllib.error
+    import urllib.request
+
+    port = free_port()
+    site.manage("collectstatic", "--noinput", "-v0")
+    process = site.start("--serve", f"127.0.0.1:{port}")
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), 1):
+                break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+    with socket.create_connection(("127.0.0.1", port), 5) as upload:
+        upload.sendall(
+            b"POST /login/ HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Content-Type: application/x-www-form-urlencoded\r\n"
+            b"Content-Length: 100000\r\n\r\nusername=a"
+        )
+        for path in ("/login/", "/health/", "/login/"):
+            request = urllib.request.Request(f"http://127.0.0.1:{port}{path}")
+            try:
+                with urllib.request.urlopen(request, timeout=10) as response:
+                    status = response.status
+            except urllib.error.HTTPError as error:  # /health/ says 503 until a heartbeat
+                status = error.code
+            assert status in (200, 503), path
+    assert site.stop(process) == 0
+
+
 def test_once_runs_one_pass_and_exits(site) -> None:
     site.schedule("later", "test.echo", rarely())
     site.python(
