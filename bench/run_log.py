@@ -17,7 +17,10 @@ evenly). On each database, in order:
 4. `/health/` and `/metrics` through Django's whole request handling;
 5. steady again, over the full log: lateness as in 1;
 6. pruning, full log: 10 more runs per schedule, retention keeping the 1,000 of
-   the fill (the default): as in 2, beside 10 million rows.
+   the fill (the default): as in 2, beside 10 million rows;
+7. the dashboard at issue 18's scale on this log (item 8, bench/dashboard_scale.py):
+   grown to 100,000 schedules, each page for one user, then 20 users through
+   `runscheduler --serve` while steady runs as in 1.
 
 "Lateness unchanged" is read as the full log's worst-window p99 within 1.5× of
 the empty log's plus 5 ms (a 2-core VM's noise between two runs minutes apart);
