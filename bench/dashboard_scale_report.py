@@ -7,7 +7,7 @@ bench/dashboard.py's 10,000 schedules, which can miss the target but not meet it
 
 from __future__ import annotations
 
-from formatting import spread, table
+from formatting import spread, table, whole, worst_p99
 from verdicts import INCOMPLETE, NOT_MEASURED, verdict
 
 TARGET = (
@@ -53,10 +53,6 @@ def _slowest_served(db: dict) -> tuple[str, float | None]:
     return name, pages[name]["p99_ms"]
 
 
-def _p99(phase: dict) -> str:
-    return "–" if not phase.get("p99_ms") else f"{phase['p99_ms']['max']:.1f}"
-
-
 def _describe(db: dict, small: dict | None) -> str:
     dash = db["dashboard"]
     name, ms = _slowest(dash["pages"])
@@ -83,8 +79,8 @@ def _describe(db: dict, small: dict | None) -> str:
         f"{db['database']}: at {dash['schedules']:,} schedules and {dash['rows']:,} runs, one "
         f"user: slowest {name} {ms:.0f} ms; {min(queries):.0f} to {max(queries):.0f} queries a "
         f"page, {constant}; {load['users'] if load else 20} users through `runscheduler --serve`: "
-        f"{served}; the scheduler's p99 lateness {_p99(dash['served'])} ms beside them "
-        f"({_p99(db['steady_full'])} ms without)"
+        f"{served}; the scheduler's p99 lateness {worst_p99(dash['served'])} ms beside them "
+        f"({worst_p99(db['steady_full'])} ms without)"
     )
 
 
@@ -139,14 +135,14 @@ def dashboard_scale_section(run_log: dict) -> str:
                     spread(page["server_ms"]),
                     f"{page['queries']['max']:.0f}",
                     f"{page['bytes'] / 1024:.0f}",
-                    _ms(users and users["p50_ms"]),
-                    _ms(users and users["p99_ms"]),
+                    whole(users and users["p50_ms"]),
+                    whole(users and users["p99_ms"]),
                     f"{users['requests']:,} ({users['failed']})" if users else "–",
                 ]
             )
     lateness = "; ".join(
-        f"{db['database']} {_p99(db['dashboard']['served'])} ms beside the users, "
-        f"{_p99(db['steady_full'])} ms without"
+        f"{db['database']} {worst_p99(db['dashboard']['served'])} ms beside the users, "
+        f"{worst_p99(db['steady_full'])} ms without"
         for db in databases
     )
     first, settings = databases[0]["dashboard"], run_log["settings"]
@@ -183,7 +179,3 @@ def dashboard_scale_reading(run_log: dict | None, small: dict | None) -> str:
     if not databases:
         return ""
     return "**Dashboard at scale.** " + "; ".join(_describe(db, small) for db in databases) + "."
-
-
-def _ms(value: float | None) -> str:
-    return "–" if value is None else f"{value:,.0f}"

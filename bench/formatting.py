@@ -17,6 +17,16 @@ def spread(figure: dict | None, digits: int = 1) -> str:
     )
 
 
+def whole(value: float | None) -> str:
+    """A figure to the unit with thousands separated, or a dash when not measured."""
+    return "–" if value is None else f"{value:,.0f}"
+
+
+def worst_p99(phase: dict) -> str:
+    """A steady phase's worst-window p99 lateness in ms, or a dash."""
+    return "–" if not phase.get("p99_ms") else f"{phase['p99_ms']['max']:.1f}"
+
+
 def median(figure: dict | None) -> float | None:
     return figure["median"] if figure else None
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from formatting import table
+from formatting import table, whole, worst_p99
 from verdicts import not_run_here, verdict
 
 TARGET = (
@@ -47,27 +47,19 @@ def _rate(data: dict) -> float:
     return settings["schedules"] / settings["every_s"]
 
 
-def _p99(phase: dict) -> str:
-    return "–" if not phase["p99_ms"] else f"{phase['p99_ms']['max']:.1f}"
-
-
 def _describe(db: dict, rate: float) -> str:
     c = _checks(db, rate)
     small, big = db["pruning_small"], db["pruning_full"]
     day = "–" if c["day_s"] is None else f"{c['day_s']:,.0f} s"
     return (
-        f"{db['database']}: p99 {_p99(db['steady_empty'])} ms empty, "
-        f"{_p99(db['steady_full'])} ms at {db['rows']:,} rows; pruning "
-        f"{_ms(small['ms_per_1000'])} ms per 1,000 runs beside {small['rows']:,} rows, "
-        f"{_ms(big['ms_per_1000'])} beside {big['rows']:,} (a day at {rate:g} runs/s: {day}), "
+        f"{db['database']}: p99 {worst_p99(db['steady_empty'])} ms empty, "
+        f"{worst_p99(db['steady_full'])} ms at {db['rows']:,} rows; pruning "
+        f"{whole(small['ms_per_1000'])} ms per 1,000 runs beside {small['rows']:,} rows, "
+        f"{whole(big['ms_per_1000'])} beside {big['rows']:,} (a day at {rate:g} runs/s: {day}), "
         f"longest pass {_longest(db):.2f} s; "
         f"{db['bytes_per_run']:,.0f} bytes a run; slowest of `/health/` and `/metrics` "
         f"{c['slowest_ms']:.0f} ms"
     )
-
-
-def _ms(value: float | None) -> str:
-    return "–" if value is None else f"{value:,.0f}"
 
 
 def run_log_target(data: dict | None) -> list[str]:
@@ -96,9 +88,9 @@ def run_log_section(data: dict) -> str:
                 db["database"],
                 f"{db['rows']:,} ({db['fill_s']:.0f} s)",
                 f"{db['bytes_per_run']:,.0f}",
-                f"{_p99(db['steady_empty'])} → {_p99(db['steady_full'])}",
-                f"{_ms(db['pruning_small']['ms_per_1000'])} → "
-                f"{_ms(db['pruning_full']['ms_per_1000'])}",
+                f"{worst_p99(db['steady_empty'])} → {worst_p99(db['steady_full'])}",
+                f"{whole(db['pruning_small']['ms_per_1000'])} → "
+                f"{whole(db['pruning_full']['ms_per_1000'])}",
                 f"{_longest(db):.2f}",
                 f"{db['pruning_full']['idle_turn_s']:.1f}",
                 "–" if c["day_s"] is None else f"{c['day_s']:,.0f}",
