@@ -19,16 +19,21 @@ class SchedulesConfig(AppConfig):
         from . import checks  # noqa: F401
 
         autodiscover([config.name for config in apps.get_app_configs()])
-        post_migrate.connect(restore_search_index, sender=self)
+        post_migrate.connect(restore_triggers, sender=self)
 
 
-def restore_search_index(using: str, plan: list | None = None, **kwargs: object) -> None:
+def restore_triggers(using: str, plan: list | None = None, **kwargs: object) -> None:
     """After a migrate that applied any of this app's migrations: one that alters the
-    schedules table makes SQLite rebuild it without the search triggers (schedules/search.py)."""
-    from .search import INSTALLED_BY, ensure_index  # it reads models: not before ready()
+    schedules or runs table makes SQLite rebuild it without its triggers (the search
+    index's, schedules/search.py; the run tallies', schedules/run_tallies.py)."""
+    # They read models: not before ready().
+    from . import run_tallies, search
 
     if not plan or not any(migration.app_label == "schedules" for migration, _ in plan):
         return  # a flush (tests), or nothing of ours changed
     connection = connections[using]
-    if INSTALLED_BY in MigrationRecorder(connection).applied_migrations():
-        ensure_index(connection)
+    applied = MigrationRecorder(connection).applied_migrations()
+    if search.INSTALLED_BY in applied:
+        search.ensure_index(connection)
+    if run_tallies.INSTALLED_BY in applied:
+        run_tallies.ensure_triggers(connection)

@@ -17,11 +17,11 @@ from __future__ import annotations
 from django.apps import apps
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, Warning, register
-from django.db import DatabaseError
+from django.db import DatabaseError, connections, router
 from django.utils.module_loading import import_string
 
 from . import chains, defaults
-from .models import Schedule
+from .models import RunTally, Schedule
 from .notify.targets import env_problems
 from .registry import registry
 from .validation import kwargs_fit
@@ -223,6 +223,17 @@ def check_host_setup(app_configs: object = None, **kwargs: object) -> list[Check
                 "channels.layers.InMemoryChannelLayer for one process) and route the "
                 "websocket in asgi.py with schedules.routing.asgi_application.",
                 id="schedules.W010",
+            )
+        )
+    vendor = connections[router.db_for_read(RunTally)].vendor
+    if vendor not in ("sqlite", "postgresql"):
+        found.append(
+            Warning(
+                f"the runs are kept on {vendor}: the schedule page's per-day counts are "
+                "kept by SQLite or PostgreSQL triggers (schedules/run_tallies.py), and "
+                "show no runs here. Schedules still run.",
+                hint="Use SQLite or PostgreSQL for the app's tables.",
+                id="schedules.W012",
             )
         )
     return found

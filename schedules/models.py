@@ -47,6 +47,7 @@ __all__ = [
     "Overlap",
     "Run",
     "RunOutput",
+    "RunTally",
     "RunReason",
     "RunStatus",
     "Schedule",
@@ -617,6 +618,28 @@ class RunOutput(models.Model):
 
     def __str__(self) -> str:
         return f"output of run {self.run_id} ({self.total:,} characters)"
+
+
+class RunTally(models.Model):
+    """A schedule's finished runs in one quarter hour: the schedule page's per-day counts
+    read these instead of every run. Written by the database's triggers on the run table,
+    never by Python (schedules/run_tallies.py)."""
+
+    # No foreign key: a run's trigger may write for a schedule being deleted in the same
+    # transaction; tallies of a deleted schedule are never read and age out.
+    schedule_id = models.BigIntegerField()
+    quarter = models.BigIntegerField(help_text="the quarter hour: Unix seconds // 900 (UTC)")
+    runs = models.IntegerField(default=0)
+    succeeded = models.IntegerField(default=0)
+    errors = models.IntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["schedule_id", "quarter"], name="run_tally_key")
+        ]
+
+    def __str__(self) -> str:
+        return f"schedule {self.schedule_id}, quarter {self.quarter}: {self.runs} run(s)"
 
 
 class SchedulerInstance(models.Model):

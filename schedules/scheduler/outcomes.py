@@ -87,7 +87,10 @@ def finish_runs(*, items: list[tuple[Run, dict]], now: datetime) -> list[tuple]:
         update_each(Run, waiting, [(*(getattr(r, f) for f in waiting), r.pk) for r in deferred])
         # started_at too: a run claimed ahead began at its slot, or never (engine.py).
         fields = ["status", "started_at", "finished_at", "error", "traceback", "result"]
-        update_each(Run, fields, [(*(getattr(r, f) for f in fields), r.pk) for r in finished])
+        # By schedule: each update adds to its schedule's tally (run_tallies.py), and every
+        # process takes those rows in the same order, so no deadlock between them.
+        by_schedule = sorted(finished, key=lambda r: (r.schedule_id or 0, r.pk))
+        update_each(Run, fields, [(*(getattr(r, f) for f in fields), r.pk) for r in by_schedule])
         record_on_schedules(finished)
         # Incidents, their notifications (the outbox), counters and outcome logs.
         alerts.after_outcomes(runs=finished, retried=retried, now=now)

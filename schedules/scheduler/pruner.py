@@ -1,5 +1,5 @@
-"""The retention timer: a bounded round of pruning runs and the audit trail (retention.py)
-beside the passes.
+"""The retention timer: a bounded round of pruning runs and the audit trail (retention.py),
+and the run tallies older than the schedule page reads (run_tallies.py), beside the passes.
 
 Its own thread and database connection, so a pass never waits behind a round;
 one round at a time.
@@ -15,6 +15,7 @@ from functools import partial
 
 from django.db import connections
 
+from .. import run_tallies
 from ..conf import setting
 from . import retention
 from .dbcalls import db_call
@@ -58,5 +59,7 @@ class Pruner:
             loop = asyncio.get_running_loop()
             await loop.run_in_executor(self._thread, partial(db_call, retention.prune_pass, kwargs))
             await loop.run_in_executor(self._thread, partial(db_call, retention.prune_audit, audit))
+            tallies = {"now": now}
+            await loop.run_in_executor(self._thread, partial(db_call, run_tallies.prune, tallies))
         except Exception:
             logger.exception("pruning runs failed; trying again at the next round")

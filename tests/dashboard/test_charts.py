@@ -162,30 +162,9 @@ def test_the_days_are_counted_by_the_database_and_the_percentiles_read_a_bounded
     assert all(d.p95 is not None for d in counted if d.runs)
 
 
-def test_a_runs_day_is_found_in_a_handful_of_comparisons_not_one_per_day() -> None:
-    """The per-day counts compare each run's moment with day boundaries: at 100,000
-    runs each comparison counts, and trying every day in turn made up to 31."""
-    from django.db.models import Case, Value
-
-    from schedules.selectors import day_index
-
-    def most_comparisons(expression) -> int:
-        if isinstance(expression, Value):
-            return 0
-        assert isinstance(expression, Case)
-        made, most = 0, 0
-        for when in expression.cases:
-            made += 1
-            most = max(most, made + most_comparisons(when.result))
-        return max(most, made + most_comparisons(expression.default))
-
-    starts = [T + timedelta(days=day) for day in range(31)]  # 30 days
-    assert most_comparisons(day_index(starts)) <= 7  # outside, then halving: 1 + 5
-
-
 @pytest.mark.django_db
 def test_runs_on_day_boundaries_and_across_a_dst_change_count_on_their_own_day() -> None:
-    """The database's day of a run (day_index) agrees with the operator's calendar at
+    """The day of a run (summed from its tallies) agrees with the operator's calendar at
     local midnight exactly, on a 23-hour day, and outside the 30 days."""
     from zoneinfo import ZoneInfo
 

@@ -181,3 +181,14 @@ def test_check_names_what_a_host_is_missing(settings, change, expected) -> None:
 
 def test_the_reference_project_passes_its_own_checks(db) -> None:
     assert [m for m in run_checks() if m.id.startswith("schedules.")] == []
+
+
+def test_a_database_without_the_tally_triggers_is_named_by_check(monkeypatch) -> None:
+    """Only SQLite and PostgreSQL get the run tallies' triggers (schedules/run_tallies.py):
+    on another backend the schedule page would count no runs, and `check` says so."""
+    from django.db import connection
+
+    assert "schedules.W012" not in [m.id for m in check_host_setup()]
+    monkeypatch.setattr(connection, "vendor", "mysql")
+    found = {m.id: m.msg for m in check_host_setup()}
+    assert "mysql" in found["schedules.W012"]

@@ -9,7 +9,7 @@ from django.db import connection, transaction
 from django.db.migrations.recorder import MigrationRecorder
 
 from schedules import search
-from schedules.apps import restore_search_index
+from schedules.apps import restore_triggers
 from schedules.models import Schedule
 from schedules.selectors import filtered_schedules
 from tests.factories import every, make_schedule
@@ -102,7 +102,7 @@ def test_migrating_puts_back_an_index_a_table_rebuild_dropped() -> None:
     class Applied:  # a plan's entry, as the migrate command sends it
         app_label, name = latest.app, latest.name
 
-    restore_search_index(using="default", plan=[(Applied, False)])
+    restore_triggers(using="default", plan=[(Applied, False)])
     if connection.vendor == "sqlite":
         assert search._sqlite_indexed(connection)
     page = filtered_schedules({"q": "billing"})

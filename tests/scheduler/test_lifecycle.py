@@ -14,7 +14,15 @@ from django.db import OperationalError
 from django.utils import timezone
 
 from schedules import services
-from schedules.models import Run, RunReason, RunStatus, Schedule, SchedulerInstance, ScheduleStatus
+from schedules.models import (
+    Run,
+    RunReason,
+    RunStatus,
+    RunTally,
+    Schedule,
+    SchedulerInstance,
+    ScheduleStatus,
+)
 from schedules.registry import Registry, TaskOptions, registry
 from schedules.scheduler import claims, outcomes, pipeline
 from schedules.scheduler.engine import Scheduler
@@ -435,6 +443,8 @@ async def test_finished_runs_are_pruned_as_part_of_normal_work(scheduler, clock,
     settings.SILLO_RUNS_PER_SCHEDULE = 3
     settings.SILLO_PRUNE_INTERVAL = 10
     await create("pruned", "test.echo", every(1))
+    # A tally from long before the schedule page's days (run_tallies.KEPT_DAYS).
+    await sync_to_async(RunTally.objects.create)(schedule_id=0, quarter=0, runs=1)
     for _ in range(12):
         clock.advance(1)
         await scheduler.run_pass()
@@ -443,6 +453,10 @@ async def test_finished_runs_are_pruned_as_part_of_normal_work(scheduler, clock,
     await scheduler.run_pass()  # the prune timer came round, before this pass's claims
     await scheduler.wait_idle()
     assert len(await runs_of("pruned")) == 4  # 3 kept, and the one this pass made
+    assert not await sync_to_async(RunTally.objects.filter(quarter=0).exists)()
+    tallied = await sync_to_async(lambda: sum(RunTally.objects.values_list("runs", flat=True)))()
+    finished = [run for run in await runs_of("pruned") if run.is_finished]
+    assert tallied == len(finished)  # the pruned runs taken away from their tallies
 
 
 def test_the_fake_clock_only_moves_when_told() -> None:
