@@ -35,12 +35,12 @@ from django.db import transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from .choices import ERROR_OUTCOMES, FINISHED, RunStatus
-from .models import RunTally
+from .models import Run, RunTally
 
 QUARTER = 900  # seconds
 KEPT_DAYS = 32  # the page's 30 days, and a day either side for the operator's zone
-RUNS = "schedules_run"
-TALLIES = "schedules_runtally"
+RUNS = Run._meta.db_table
+TALLIES = RunTally._meta.db_table
 INSTALLED_BY = ("schedules", "0023_run_tally")
 _TRIGGERS = {f"{TALLIES}_{event}" for event in ("insert", "update", "delete")}
 # The columns that move a run between tallies (its schedule, its moment, its outcome).
