@@ -225,7 +225,18 @@ def check_host_setup(app_configs: object = None, **kwargs: object) -> list[Check
                 id="schedules.W010",
             )
         )
-    vendor = connections[router.db_for_read(RunTally)].vendor
+    database = connections[router.db_for_read(RunTally)]
+    vendor = database.vendor
+    if vendor == "sqlite" and (not settings.USE_TZ or database.settings_dict.get("TIME_ZONE")):
+        found.append(
+            Warning(
+                "SQLite stores the runs' times in local time (USE_TZ is off, or the "
+                "database has a TIME_ZONE): the schedule page's per-day counts read them "
+                "as UTC (schedules/run_tallies.py) and put runs on the wrong day.",
+                hint="Set USE_TZ = True and remove the database's TIME_ZONE.",
+                id="schedules.W013",
+            )
+        )
     if vendor not in ("sqlite", "postgresql"):
         found.append(
             Warning(

@@ -637,6 +637,8 @@ class RunTally(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["schedule_id", "quarter"], name="run_tally_key")
         ]
+        # The retention timer's read of the tallies older than the page's days.
+        indexes = [models.Index(fields=["quarter"], name="run_tally_age_idx")]
 
     def __str__(self) -> str:
         return f"schedule {self.schedule_id}, quarter {self.quarter}: {self.runs} run(s)"

@@ -13,26 +13,40 @@ scheduler's outcomes and claims, an operator's cancel, crash recovery, retention
 imports, the admin and bulk SQL, and a tally kept by some of them would drift. A
 trigger subtracts a finished run's old row and adds its new one, so an insert,
 an update (finishing is one: running to succeeded) and a delete each leave the
-tally exact. Rows are locked in the order the runs are written; the outcome
-writer writes them ordered by schedule (outcomes.finish_runs), and a deadlock
-would roll back a batch that the recorder then writes again.
+tally exact. A claim locks a schedule's row before its skipped runs add to the
+tally, so the outcome writer and crash recovery lock the schedules first too
+(outcomes.lock_schedules_of) and write their runs ordered by tally: every
+scheduler takes the same rows in the same order. Retention's deletes lock no
+schedule; they touch a quarter being written only for a schedule running more
+than its kept runs in 15 minutes, and a deadlock there fails one pruning round,
+which the next round repeats.
+
+Django must store datetimes in UTC (USE_TZ, no database TIME_ZONE): SQLite's
+triggers read the stored text as UTC. Check W012 says when it does not.
 
 `ensure_triggers` runs in migration 0023 and after each `migrate` that applies
 this app's migrations (Django's SQLite schema editor rebuilds a table to alter it,
-dropping its triggers): where they were missing, it creates them and counts the
-tallies again from the runs, in one transaction. Tallies older than the page's
-days are deleted on the retention timer (`prune`).
+dropping its triggers): where the current triggers are missing, it drops any
+older ones, creates them and counts the page's days again from the runs, in one
+transaction. Trigger names carry a digest of what they count (the statuses, the
+columns), so a change to either replaces them on the next `migrate`. PostgreSQL
+refuses to alter a column a trigger reads: a migration that alters the run's
+status, started_at, queued_at or schedule_id calls `drop_triggers` first (the
+hook puts them back). Tallies older than the page's days are deleted on the
+retention timer (`prune`); a flush empties them.
 """
 
 from __future__ import annotations
 
 import bisect
+import hashlib
 import math
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.db import connection as default_connection
 from django.db import transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.backends.utils import CursorWrapper
 
 from .choices import ERROR_OUTCOMES, FINISHED, RunStatus
 from .models import Run, RunTally
@@ -42,7 +56,6 @@ KEPT_DAYS = 32  # the page's 30 days, and a day either side for the operator's z
 RUNS = Run._meta.db_table
 TALLIES = RunTally._meta.db_table
 INSTALLED_BY = ("schedules", "0023_run_tally")
-_TRIGGERS = {f"{TALLIES}_{event}" for event in ("insert", "update", "delete")}
 # The columns that move a run between tallies (its schedule, its moment, its outcome).
 _COLUMNS = "status, started_at, queued_at, schedule_id"
 
@@ -55,6 +68,20 @@ def _names(statuses) -> str:
 _FINISHED = _names(FINISHED)
 _ERRORS = _names(s for s in ERROR_OUTCOMES if s != RunStatus.INTERRUPTED)
 _SUCCEEDED = f"'{RunStatus.SUCCEEDED}'"
+_DIGEST = hashlib.sha256(repr((1, QUARTER, _COLUMNS, _FINISHED, _ERRORS)).encode()).hexdigest()[:8]
+_EVENTS = {
+    "sqlite": ("insert", "update", "delete"),
+    "postgresql": ("insert", "update", "delete", "truncate"),
+}
+
+
+def _trigger(event: str) -> str:
+    return f"{TALLIES}_{event}_{_DIGEST}"
+
+
+def quarter_of(run: Run) -> int:
+    """The quarter a finished run is counted in (as the triggers compute it)."""
+    return int((run.started_at or run.queued_at).timestamp()) // QUARTER
 
 
 def per_day(schedule_id: int, starts: list[datetime]) -> dict[int, tuple[int, int, int]]:
@@ -68,7 +95,7 @@ def per_day(schedule_id: int, starts: list[datetime]) -> dict[int, tuple[int, in
     counts: dict[int, list[int]] = {}
     for quarter, runs, succeeded, errors in rows:
         day = bisect.bisect_right(bounds, quarter * QUARTER) - 1
-        if 0 <= day < len(starts) - 1 and runs:
+        if 0 <= day < len(starts) - 1 and runs > 0:
             count = counts.setdefault(day, [0, 0, 0])
             count[0] += runs
             count[1] += succeeded
@@ -87,22 +114,25 @@ def prune(*, now: datetime, budget: int = 5000) -> int:
 
 
 def ensure_triggers(connection: BaseDatabaseWrapper = default_connection) -> None:
-    """Create the triggers where any is missing, and count the tallies again."""
-    if connection.vendor not in ("sqlite", "postgresql"):
+    """Create the current triggers where they are missing, and count the tallies again."""
+    if connection.vendor not in _EVENTS:
         return
     tables = connection.introspection.table_names()
     if RUNS not in tables or TALLIES not in tables:
         return  # migrated back past either table
+    wanted = {_trigger(event) for event in _EVENTS[connection.vendor]}
     with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
-        if connection.vendor == "sqlite":
-            cursor.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")
-        else:
-            cursor.execute("SELECT tgname FROM pg_trigger WHERE tgrelid = %s::regclass", [RUNS])
-        if not _TRIGGERS - {name for (name,) in cursor.fetchall()}:
+        found = _existing(cursor, connection.vendor)
+        if wanted <= found:
             return
+        _drop(cursor, connection.vendor, found)
         for statement in _SQLITE_DDL if connection.vendor == "sqlite" else _POSTGRES_DDL:
             cursor.execute(statement)
         cursor.execute(f"DELETE FROM {TALLIES}")
+        # The page's days only: older tallies are never read (and would be pruned).
+        since = connection.ops.adapt_datetimefield_value(
+            datetime.now(UTC) - timedelta(days=KEPT_DAYS + 1)
+        )
         quarter = _QUARTER_SQL[connection.vendor].format(row=RUNS)
         cursor.execute(
             f"INSERT INTO {TALLIES} (schedule_id, quarter, runs, succeeded, errors) "
@@ -110,20 +140,43 @@ def ensure_triggers(connection: BaseDatabaseWrapper = default_connection) -> Non
             f"SUM(CASE WHEN status = {_SUCCEEDED} THEN 1 ELSE 0 END), "
             f"SUM(CASE WHEN status IN {_ERRORS} THEN 1 ELSE 0 END) "
             f"FROM {RUNS} WHERE schedule_id IS NOT NULL AND status IN {_FINISHED} "
-            f"GROUP BY schedule_id, {quarter}"
+            f"AND queued_at >= '{since}' GROUP BY schedule_id, {quarter}"
         )
 
 
 def drop_triggers(connection: BaseDatabaseWrapper) -> None:
-    """Remove the triggers (migration 0023 backwards)."""
+    """Remove the triggers (migration 0023 backwards, or before altering a column they
+    read on PostgreSQL)."""
     with connection.cursor() as cursor:
-        for name in sorted(_TRIGGERS):
-            on = "" if connection.vendor == "sqlite" else f" ON {RUNS}"
-            cursor.execute(f"DROP TRIGGER IF EXISTS {name}{on}")
+        _drop(cursor, connection.vendor, _existing(cursor, connection.vendor))
         if connection.vendor == "postgresql":
-            cursor.execute(f"DROP TRIGGER IF EXISTS {TALLIES}_truncate ON {RUNS}")
             cursor.execute(f"DROP FUNCTION IF EXISTS {TALLIES}_count()")
             cursor.execute(f"DROP FUNCTION IF EXISTS {TALLIES}_clear()")
+
+
+def clear(connection: BaseDatabaseWrapper) -> None:
+    """Empty the tallies (after a flush: SQLite deleted the runs one table at a time,
+    maybe the tallies first, and the delete trigger took the runs away from nothing)."""
+    if TALLIES in connection.introspection.table_names():
+        with connection.cursor() as cursor:
+            cursor.execute(f"DELETE FROM {TALLIES}")
+
+
+def _existing(cursor: CursorWrapper, vendor: str) -> set[str]:
+    """The tally triggers on the run table, of any digest."""
+    if vendor == "sqlite":
+        cursor.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = %s", [RUNS]
+        )
+    else:
+        cursor.execute("SELECT tgname FROM pg_trigger WHERE tgrelid = %s::regclass", [RUNS])
+    return {name for (name,) in cursor.fetchall() if name.startswith(f"{TALLIES}_")}
+
+
+def _drop(cursor: CursorWrapper, vendor: str, names: set[str]) -> None:
+    on = "" if vendor == "sqlite" else f" ON {RUNS}"
+    for name in sorted(names):
+        cursor.execute(f"DROP TRIGGER IF EXISTS {name}{on}")
 
 
 # A run's quarter, from its row (`{row}`: NEW, OLD or the table). SQLite stores Django's
@@ -154,11 +207,11 @@ def _sqlite_add(row: str, sign: str) -> str:
 _MOVED = " OR ".join(f"OLD.{c} IS NOT NEW.{c}" for c in _COLUMNS.split(", "))
 # A run inserted running or queued (every claim) runs no body; nor one deleted unfinished.
 _SQLITE_DDL = [
-    f"CREATE TRIGGER IF NOT EXISTS {TALLIES}_insert AFTER INSERT ON {RUNS} "
+    f"CREATE TRIGGER IF NOT EXISTS {_trigger('insert')} AFTER INSERT ON {RUNS} "
     f"WHEN NEW.status IN {_FINISHED} BEGIN {_sqlite_add('NEW', '')}END",
-    f"CREATE TRIGGER IF NOT EXISTS {TALLIES}_delete AFTER DELETE ON {RUNS} "
+    f"CREATE TRIGGER IF NOT EXISTS {_trigger('delete')} AFTER DELETE ON {RUNS} "
     f"WHEN OLD.status IN {_FINISHED} BEGIN {_sqlite_add('OLD', '-')}END",
-    f"CREATE TRIGGER IF NOT EXISTS {TALLIES}_update AFTER UPDATE OF {_COLUMNS} ON {RUNS} "
+    f"CREATE TRIGGER IF NOT EXISTS {_trigger('update')} AFTER UPDATE OF {_COLUMNS} ON {RUNS} "
     f"WHEN {_MOVED} BEGIN {_sqlite_add('OLD', '-')}{_sqlite_add('NEW', '')}END",
 ]
 
@@ -186,17 +239,13 @@ _POSTGRES_DDL = [
     # TRUNCATE fires no row trigger: the tallies go with the runs.
     f"CREATE OR REPLACE FUNCTION {TALLIES}_clear() RETURNS trigger LANGUAGE plpgsql AS $$ "
     f"BEGIN DELETE FROM {TALLIES}; RETURN NULL; END $$",
-    f"DROP TRIGGER IF EXISTS {TALLIES}_insert ON {RUNS}",
-    f"CREATE TRIGGER {TALLIES}_insert AFTER INSERT ON {RUNS} FOR EACH ROW "
+    f"CREATE TRIGGER {_trigger('insert')} AFTER INSERT ON {RUNS} FOR EACH ROW "
     f"WHEN ({_FINISHED_ROW.format(row='NEW')}) EXECUTE FUNCTION {TALLIES}_count()",
-    f"DROP TRIGGER IF EXISTS {TALLIES}_delete ON {RUNS}",
-    f"CREATE TRIGGER {TALLIES}_delete AFTER DELETE ON {RUNS} FOR EACH ROW "
+    f"CREATE TRIGGER {_trigger('delete')} AFTER DELETE ON {RUNS} FOR EACH ROW "
     f"WHEN ({_FINISHED_ROW.format(row='OLD')}) EXECUTE FUNCTION {TALLIES}_count()",
-    f"DROP TRIGGER IF EXISTS {TALLIES}_update ON {RUNS}",
-    f"CREATE TRIGGER {TALLIES}_update AFTER UPDATE OF {_COLUMNS} ON {RUNS} FOR EACH ROW "
+    f"CREATE TRIGGER {_trigger('update')} AFTER UPDATE OF {_COLUMNS} ON {RUNS} FOR EACH ROW "
     f"WHEN ({_MOVED.replace(' IS NOT ', ' IS DISTINCT FROM ')}) "
     f"EXECUTE FUNCTION {TALLIES}_count()",
-    f"DROP TRIGGER IF EXISTS {TALLIES}_truncate ON {RUNS}",
-    f"CREATE TRIGGER {TALLIES}_truncate AFTER TRUNCATE ON {RUNS} FOR EACH STATEMENT "
+    f"CREATE TRIGGER {_trigger('truncate')} AFTER TRUNCATE ON {RUNS} FOR EACH STATEMENT "
     f"EXECUTE FUNCTION {TALLIES}_clear()",
 ]

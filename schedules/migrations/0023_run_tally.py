@@ -41,6 +41,7 @@ class Migration(migrations.Migration):
                 ("errors", models.IntegerField(default=0)),
             ],
             options={
+                "indexes": [models.Index(fields=["quarter"], name="run_tally_age_idx")],
                 "constraints": [
                     models.UniqueConstraint(fields=("schedule_id", "quarter"), name="run_tally_key")
                 ],

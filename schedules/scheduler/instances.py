@@ -17,7 +17,7 @@ from django.db.models.functions import Now
 from ..alerts import record as alerts
 from ..models import Run, RunStatus, SchedulerInstance, stale_before
 from . import chains
-from .outcomes import record_on_schedules
+from .outcomes import lock_schedules_of, record_on_schedules, tally_order
 
 logger = logging.getLogger(__name__)
 
@@ -107,7 +107,9 @@ def recover_crashed(*, now: datetime, stale_after: float, host: str) -> list[Run
     # with the interrupted status or not at all (another recovering scheduler's
     # conditional update then matches nothing).
     with transaction.atomic():
-        for run in orphaned:
+        # As the outcome writer does: schedules first, then the runs by tally (outcomes.py).
+        lock_schedules_of(orphaned)
+        for run in sorted(orphaned, key=tally_order):
             error = f"scheduler {run.scheduler or '?'} stopped before the run finished"
             updated = Run.objects.filter(pk=run.pk, status=RunStatus.RUNNING).update(
                 status=RunStatus.INTERRUPTED, finished_at=now, error=error

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from django.db import transaction
+from django.db import connection, transaction
 
+from .. import run_tallies
 from ..alerts import record as alerts
 from ..bulk import update_each
 from ..caps import cap_error, cap_traceback
@@ -87,10 +88,9 @@ def finish_runs(*, items: list[tuple[Run, dict]], now: datetime) -> list[tuple]:
         update_each(Run, waiting, [(*(getattr(r, f) for f in waiting), r.pk) for r in deferred])
         # started_at too: a run claimed ahead began at its slot, or never (engine.py).
         fields = ["status", "started_at", "finished_at", "error", "traceback", "result"]
-        # By schedule: each update adds to its schedule's tally (run_tallies.py), and every
-        # process takes those rows in the same order, so no deadlock between them.
-        by_schedule = sorted(finished, key=lambda r: (r.schedule_id or 0, r.pk))
-        update_each(Run, fields, [(*(getattr(r, f) for f in fields), r.pk) for r in by_schedule])
+        lock_schedules_of(finished)
+        by_tally = sorted(finished, key=tally_order)
+        update_each(Run, fields, [(*(getattr(r, f) for f in fields), r.pk) for r in by_tally])
         record_on_schedules(finished)
         # Incidents, their notifications (the outbox), counters and outcome logs.
         alerts.after_outcomes(runs=finished, retried=retried, now=now)
@@ -154,6 +154,24 @@ def _upsert(rows: list[RunOutput]) -> None:
 def _kind(spec: object) -> object:
     # A corrupt stored spec (a list, a string) must not break recording a manual run.
     return spec.get("kind") if isinstance(spec, dict) else None
+
+
+def lock_schedules_of(runs: list[Run]) -> None:
+    """Lock the schedules of runs about to finish, in primary key order.
+
+    A finished run adds to its schedule's tally (run_tallies.py) and a claim locks the
+    schedule's row before its skipped runs do: writing outcomes, this process takes the
+    schedule first as well, so the two never wait on each other in opposite orders.
+    """
+    ids = sorted({run.schedule_id for run in runs if run.schedule_id is not None})
+    if ids and connection.features.has_select_for_update:  # SQLite: one writer at a time
+        locked = Schedule.objects.select_for_update().filter(pk__in=ids).order_by("pk")
+        list(locked.values_list("pk", flat=True))
+
+
+def tally_order(run: Run) -> tuple:
+    """The order runs are written in: by the tally row each one adds to."""
+    return (run.schedule_id or 0, run_tallies.quarter_of(run), run.pk)
 
 
 def record_on_schedules(runs: list[Run]) -> None:

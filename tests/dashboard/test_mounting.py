@@ -192,3 +192,14 @@ def test_a_database_without_the_tally_triggers_is_named_by_check(monkeypatch) ->
     monkeypatch.setattr(connection, "vendor", "mysql")
     found = {m.id: m.msg for m in check_host_setup()}
     assert "mysql" in found["schedules.W012"]
+
+
+def test_sqlite_storing_local_times_is_named_by_check(settings, monkeypatch) -> None:
+    """The tallies' SQLite triggers read stored times as UTC, as Django stores them with
+    USE_TZ: stored in local time, runs near midnight would count on the wrong day."""
+    from django.db import connection
+
+    monkeypatch.setattr(connection, "vendor", "sqlite")  # the production pass's too
+    assert "schedules.W013" not in [m.id for m in check_host_setup()]
+    settings.USE_TZ = False
+    assert "schedules.W013" in [m.id for m in check_host_setup()]

@@ -9,6 +9,7 @@ from datetime import UTC, date, datetime, timedelta
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from schedules import run_tallies, selectors, services
 from schedules.bulk import insert_rows
@@ -106,15 +107,48 @@ def test_an_emptied_run_table_leaves_no_tally() -> None:
 def test_triggers_a_table_rebuild_dropped_are_put_back_and_the_tallies_recounted() -> None:
     """Django's SQLite schema editor rebuilds a table to alter it, dropping its triggers:
     what was written meanwhile is counted again when they are put back."""
+    now = timezone.now().replace(minute=0, second=0, microsecond=0)
     a = make_schedule("tally-a", "test.echo", every(60))
-    insert_rows([finished(a, T0)])
+    insert_rows([finished(a, now - timedelta(days=2))])
     run_tallies.drop_triggers(connection)
-    insert_rows([finished(a, T0 + timedelta(hours=1, seconds=i), "failed") for i in range(3)])
+    insert_rows([finished(a, now - timedelta(minutes=50, seconds=i), "failed") for i in range(3)])
+    insert_rows([finished(a, now - timedelta(days=40))])  # older than the page reads
     assert tallies() != recounted()  # gone astray while the triggers were missing
     run_tallies.ensure_triggers(connection)
-    assert tallies() == recounted()
-    insert_rows([finished(a, T0 + timedelta(hours=1, seconds=9), "failed")])  # and kept again
-    assert tallies()[(a.pk, int((T0 + timedelta(hours=1)).timestamp()) // 900)] == (4, 0, 4)
+    # The page's days counted again; older runs are not (the pruner would delete them).
+    old = int((now - timedelta(days=40)).timestamp()) // 900
+    assert tallies() == {k: v for k, v in recounted().items() if k[1] != old}
+    insert_rows([finished(a, now - timedelta(minutes=50, seconds=9), "failed")])  # kept again
+    assert tallies()[(a.pk, int((now - timedelta(minutes=50)).timestamp()) // 900)] == (4, 0, 4)
+
+
+def test_triggers_counting_an_older_way_are_replaced() -> None:
+    """Trigger names carry a digest of what they count: after a change (a new status),
+    `migrate` finds the current names missing, drops the old triggers and counts again."""
+    with connection.cursor() as cursor:
+        current = run_tallies._existing(cursor, connection.vendor)
+        run_tallies._drop(cursor, connection.vendor, current)
+        stale = "schedules_runtally_insert_00000000"
+        if connection.vendor == "sqlite":
+            cursor.execute(f"CREATE TRIGGER {stale} AFTER INSERT ON schedules_run BEGIN "
+                           "SELECT 1; END")  # fmt: skip
+        else:
+            clear = "EXECUTE FUNCTION schedules_runtally_clear()"
+            cursor.execute(f"CREATE TRIGGER {stale} AFTER TRUNCATE ON schedules_run "
+                           f"FOR EACH STATEMENT {clear}")  # fmt: skip
+        run_tallies.ensure_triggers(connection)
+        assert run_tallies._existing(cursor, connection.vendor) == current
+    assert stale not in current
+
+
+def test_a_flush_leaves_no_tally() -> None:
+    """`flush` deletes table by table; on SQLite the runs' delete trigger may write
+    negative tallies after the tallies were emptied. The flush's post_migrate clears them."""
+    from schedules.apps import restore_triggers
+
+    RunTally.objects.create(schedule_id=1, quarter=1, runs=-3)
+    restore_triggers(using="default", plan=None)
+    assert not RunTally.objects.exists()
 
 
 def test_the_page_sums_quarters_into_the_operators_days_without_reading_runs() -> None:
