@@ -14,8 +14,9 @@ imports, the admin and bulk SQL, and a tally kept by some of them would drift. A
 trigger subtracts a finished run's old row and adds its new one, so an insert,
 an update (finishing is one: running to succeeded) and a delete each leave the
 tally exact. A claim locks a schedule's row before its skipped runs add to the
-tally, so the outcome writer and crash recovery lock the schedules first too
-(outcomes.lock_schedules_of) and write their runs ordered by tally: every
+tally, so the outcome writer (its update of the schedules' counters) and crash
+recovery (outcomes.lock_schedules_of) take the schedules first too, and write
+their runs ordered by tally: every
 scheduler takes the same rows in the same order. Retention's deletes lock no
 schedule; they touch a quarter being written only for a schedule running more
 than its kept runs in 15 minutes, and a deadlock there fails one pruning round,

@@ -88,10 +88,11 @@ def finish_runs(*, items: list[tuple[Run, dict]], now: datetime) -> list[tuple]:
         update_each(Run, waiting, [(*(getattr(r, f) for f in waiting), r.pk) for r in deferred])
         # started_at too: a run claimed ahead began at its slot, or never (engine.py).
         fields = ["status", "started_at", "finished_at", "error", "traceback", "result"]
-        lock_schedules_of(finished)
+        # The schedules' rows first (a claim's order: lock_schedules_of), then the runs,
+        # which add to the schedules' tallies, by tally.
+        record_on_schedules(finished)
         by_tally = sorted(finished, key=tally_order)
         update_each(Run, fields, [(*(getattr(r, f) for f in fields), r.pk) for r in by_tally])
-        record_on_schedules(finished)
         # Incidents, their notifications (the outbox), counters and outcome logs.
         alerts.after_outcomes(runs=finished, retried=retried, now=now)
         if completing:
@@ -160,8 +161,9 @@ def lock_schedules_of(runs: list[Run]) -> None:
     """Lock the schedules of runs about to finish, in primary key order.
 
     A finished run adds to its schedule's tally (run_tallies.py) and a claim locks the
-    schedule's row before its skipped runs do: writing outcomes, this process takes the
-    schedule first as well, so the two never wait on each other in opposite orders.
+    schedule's row before its skipped runs do: ending runs, a process takes the schedule
+    first as well, so the two never wait on each other in opposite orders. (The outcome
+    writer needs no query for it: its update of the schedules' counters locks them.)
     """
     ids = sorted({run.schedule_id for run in runs if run.schedule_id is not None})
     if ids and connection.features.has_select_for_update:  # SQLite: one writer at a time
