@@ -29,12 +29,9 @@ def restore_triggers(using: str, plan: list | None = None, **kwargs: object) -> 
     # They read models: not before ready().
     from . import run_tallies, search
 
+    if not plan or not any(migration.app_label == "schedules" for migration, _ in plan):
+        return  # a flush (tests), or nothing of ours changed
     connection = connections[using]
-    if plan is None:  # a flush (tests, `manage.py flush`)
-        run_tallies.clear(connection)
-        return
-    if not any(migration.app_label == "schedules" for migration, _ in plan):
-        return  # nothing of ours changed
     applied = MigrationRecorder(connection).applied_migrations()
     if search.INSTALLED_BY in applied:
         search.ensure_index(connection)

@@ -34,7 +34,9 @@ columns), so a change to either replaces them on the next `migrate`. PostgreSQL
 refuses to alter a column a trigger reads: a migration that alters the run's
 status, started_at, queued_at or schedule_id calls `drop_triggers` first (the
 hook puts them back). Tallies older than the page's days are deleted on the
-retention timer (`prune`); a flush empties them.
+retention timer (`prune`). A run is taken away from its tally by an update
+only, so one whose tally is gone (pruned, or emptied first by a flush) leaves
+no negative row.
 """
 
 from __future__ import annotations
@@ -69,7 +71,7 @@ def _names(statuses) -> str:
 _FINISHED = _names(FINISHED)
 _ERRORS = _names(s for s in ERROR_OUTCOMES if s != RunStatus.INTERRUPTED)
 _SUCCEEDED = f"'{RunStatus.SUCCEEDED}'"
-_DIGEST = hashlib.sha256(repr((1, QUARTER, _COLUMNS, _FINISHED, _ERRORS)).encode()).hexdigest()[:8]
+_DIGEST = hashlib.sha256(repr((2, QUARTER, _COLUMNS, _FINISHED, _ERRORS)).encode()).hexdigest()[:8]
 _EVENTS = {
     "sqlite": ("insert", "update", "delete"),
     "postgresql": ("insert", "update", "delete", "truncate"),
@@ -155,14 +157,6 @@ def drop_triggers(connection: BaseDatabaseWrapper) -> None:
             cursor.execute(f"DROP FUNCTION IF EXISTS {TALLIES}_clear()")
 
 
-def clear(connection: BaseDatabaseWrapper) -> None:
-    """Empty the tallies (after a flush: SQLite deleted the runs one table at a time,
-    maybe the tallies first, and the delete trigger took the runs away from nothing)."""
-    if TALLIES in connection.introspection.table_names():
-        with connection.cursor() as cursor:
-            cursor.execute(f"DELETE FROM {TALLIES}")
-
-
 def _existing(cursor: CursorWrapper, vendor: str) -> set[str]:
     """The tally triggers on the run table, of any digest."""
     if vendor == "sqlite":
@@ -191,16 +185,30 @@ _QUARTER_SQL = {
 }
 
 
-def _sqlite_add(row: str, sign: str) -> str:
-    """The statement adding (sign '') or taking away (sign '-') the run in `row`."""
+def _sqlite_add(row: str) -> str:
+    """The statement adding the run in `row` to its tally, created if need be."""
     quarter = _QUARTER_SQL["sqlite"].format(row=row)
     return (
         f"INSERT INTO {TALLIES} (schedule_id, quarter, runs, succeeded, errors) "
-        f"SELECT {row}.schedule_id, {quarter}, {sign}1, {sign}({row}.status = {_SUCCEEDED}), "
-        f"{sign}({row}.status IN {_ERRORS}) "
+        f"SELECT {row}.schedule_id, {quarter}, 1, ({row}.status = {_SUCCEEDED}), "
+        f"({row}.status IN {_ERRORS}) "
         f"WHERE {row}.schedule_id IS NOT NULL AND {row}.status IN {_FINISHED} "
         "ON CONFLICT (schedule_id, quarter) DO UPDATE SET runs = runs + excluded.runs, "
         "succeeded = succeeded + excluded.succeeded, errors = errors + excluded.errors; "
+    )
+
+
+def _take(row: str, vendor: str) -> str:
+    """The statement taking the run in `row` away from its tally. An update only: a run
+    whose tally is gone (pruned, or emptied first by a flush) leaves no negative row."""
+    quarter = _QUARTER_SQL[vendor].format(row=row)
+    cast = "::int" if vendor == "postgresql" else ""
+    return (
+        f"UPDATE {TALLIES} SET runs = runs - 1, "
+        f"succeeded = succeeded - ({row}.status = {_SUCCEEDED}){cast}, "
+        f"errors = errors - ({row}.status IN {_ERRORS}){cast} "
+        f"WHERE schedule_id = {row}.schedule_id AND quarter = {quarter} "
+        f"AND {row}.status IN {_FINISHED}; "
     )
 
 
@@ -209,21 +217,21 @@ _MOVED = " OR ".join(f"OLD.{c} IS NOT NEW.{c}" for c in _COLUMNS.split(", "))
 # A run inserted running or queued (every claim) runs no body; nor one deleted unfinished.
 _SQLITE_DDL = [
     f"CREATE TRIGGER IF NOT EXISTS {_trigger('insert')} AFTER INSERT ON {RUNS} "
-    f"WHEN NEW.status IN {_FINISHED} BEGIN {_sqlite_add('NEW', '')}END",
+    f"WHEN NEW.status IN {_FINISHED} BEGIN {_sqlite_add('NEW')}END",
     f"CREATE TRIGGER IF NOT EXISTS {_trigger('delete')} AFTER DELETE ON {RUNS} "
-    f"WHEN OLD.status IN {_FINISHED} BEGIN {_sqlite_add('OLD', '-')}END",
+    f"WHEN OLD.status IN {_FINISHED} BEGIN {_take('OLD', 'sqlite')}END",
     f"CREATE TRIGGER IF NOT EXISTS {_trigger('update')} AFTER UPDATE OF {_COLUMNS} ON {RUNS} "
-    f"WHEN {_MOVED} BEGIN {_sqlite_add('OLD', '-')}{_sqlite_add('NEW', '')}END",
+    f"WHEN {_MOVED} BEGIN {_take('OLD', 'sqlite')}{_sqlite_add('NEW')}END",
 ]
 
 
-def _postgres_add(row: str, sign: str) -> str:
+def _postgres_add(row: str) -> str:
     quarter = _QUARTER_SQL["postgresql"].format(row=row)
     return (
         f"IF {row}.schedule_id IS NOT NULL AND {row}.status IN {_FINISHED} THEN "
         f"INSERT INTO {TALLIES} AS t (schedule_id, quarter, runs, succeeded, errors) "
-        f"VALUES ({row}.schedule_id, {quarter}, {sign}1, "
-        f"{sign}({row}.status = {_SUCCEEDED})::int, {sign}({row}.status IN {_ERRORS})::int) "
+        f"VALUES ({row}.schedule_id, {quarter}, 1, "
+        f"({row}.status = {_SUCCEEDED})::int, ({row}.status IN {_ERRORS})::int) "
         "ON CONFLICT (schedule_id, quarter) DO UPDATE SET runs = t.runs + excluded.runs, "
         "succeeded = t.succeeded + excluded.succeeded, errors = t.errors + excluded.errors; "
         "END IF; "
@@ -234,8 +242,8 @@ _FINISHED_ROW = "{row}.schedule_id IS NOT NULL AND {row}.status IN " + _FINISHED
 _POSTGRES_DDL = [
     f"CREATE OR REPLACE FUNCTION {TALLIES}_count() RETURNS trigger LANGUAGE plpgsql AS $$ "
     "BEGIN "
-    f"IF TG_OP <> 'INSERT' THEN {_postgres_add('OLD', '-')}END IF; "
-    f"IF TG_OP <> 'DELETE' THEN {_postgres_add('NEW', '')}END IF; "
+    f"IF TG_OP <> 'INSERT' THEN {_take('OLD', 'postgresql')}END IF; "
+    f"IF TG_OP <> 'DELETE' THEN {_postgres_add('NEW')}END IF; "
     "RETURN NULL; END $$",
     # TRUNCATE fires no row trigger: the tallies go with the runs.
     f"CREATE OR REPLACE FUNCTION {TALLIES}_clear() RETURNS trigger LANGUAGE plpgsql AS $$ "
