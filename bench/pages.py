@@ -9,7 +9,8 @@ from common import summary
 
 WARM_UP = 2  # requests before the measured ones: templates compiled, caches filled
 # The product's pages, name -> (URL, extra headers): {busy} is the id of the schedule with
-# 100,000 runs, whose code is "busy"; {search} a code to search for.
+# 100,000 runs, whose code is "busy"; {search} a code to search for; {deep} the cursor
+# its run history's link "Older" carries to page 100.
 PRODUCT_PAGES = {
     "list, page 1": ("/", {}),
     "list, page 100": ("/?page=100", {}),
@@ -18,7 +19,7 @@ PRODUCT_PAGES = {
     "list, table only (htmx)": ("/?page=2", {"HX-Request": "true"}),
     "schedule page, 100,000 runs": ("/schedules/{busy}/", {}),
     "schedule page, its runs page 100 (htmx)": (
-        "/schedules/{busy}/?page=100",
+        "/schedules/{busy}/?cursor={deep}",
         {"HX-Request": "true"},
     ),
     "runs page": ("/runs/", {}),
@@ -29,10 +30,22 @@ PRODUCT_PAGES = {
 
 def product_pages(busy: int, search: str) -> dict[str, tuple[str, dict]]:
     """PRODUCT_PAGES with their URLs filled in."""
+    deep = history_cursor(busy, page=100)
     return {
-        name: (url.format(busy=busy, search=search), headers)
+        name: (url.format(busy=busy, search=search, deep=deep), headers)
         for name, (url, headers) in PRODUCT_PAGES.items()
     }
+
+
+def history_cursor(schedule_id: int, *, page: int) -> str:
+    """The cursor of a schedule's run history page (as following "Older" gets to it)."""
+    from schedules.models import Run
+    from schedules.run_filters import encode_cursor
+    from schedules.web.views.schedule_detail import RUNS_PER_PAGE
+
+    runs = Run.objects.for_schedule(schedule_id)
+    before = runs[(page - 1) * RUNS_PER_PAGE - 1 : (page - 1) * RUNS_PER_PAGE]
+    return encode_cursor(before[0]) if before else ""
 
 
 def measure(

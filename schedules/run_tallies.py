@@ -6,7 +6,7 @@ in its 30 days, the bulk of a 155 ms page. A tally holds one row per schedule
 and quarter hour (Unix seconds // 900, UTC) with the finished runs whose moment
 (started, or else queued) falls in it; 30 days are at most 2,880 rows, and
 every zone's midnight in use today falls on a quarter hour, so the page sums
-whole quarters into the operator's days (selectors.run_history).
+whole quarters into the operator's days (run_history.py).
 
 Triggers on the run table keep the tallies, not Python: a run is written by the
 scheduler's outcomes and claims, an operator's cancel, crash recovery, retention,
@@ -44,6 +44,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import math
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from django.db import connection as default_connection
@@ -87,23 +88,46 @@ def quarter_of(run: Run) -> int:
     return int((run.started_at or run.queued_at).timestamp()) // QUARTER
 
 
-def per_day(schedule_id: int, starts: list[datetime]) -> dict[int, tuple[int, int, int]]:
-    """(runs, succeeded, errors) of the schedule's finished runs for each day i that has
-    any, day i being from starts[i] until starts[i + 1]: one query of the day's tallies."""
+@dataclass
+class DayTally:
+    """A day's finished runs of one schedule, from its quarters' tallies."""
+
+    runs: int = 0
+    succeeded: int = 0
+    errors: int = 0
+    quarters: list[tuple[int, int]] = field(default_factory=list)  # (quarter, runs), in order
+
+    @property
+    def counts(self) -> tuple[int, int, int]:
+        return self.runs, self.succeeded, self.errors
+
+
+def per_day(schedule_id: int, starts: list[datetime]) -> dict[int, DayTally]:
+    """The schedule's finished runs for each day i that has any, day i being from
+    starts[i] until starts[i + 1]: one query of the days' tallies."""
     first, end = (math.floor(start.timestamp() / QUARTER) for start in (starts[0], starts[-1]))
     bounds = [start.timestamp() for start in starts]
-    rows = RunTally.objects.filter(
-        schedule_id=schedule_id, quarter__gte=first, quarter__lt=end
-    ).values_list("quarter", "runs", "succeeded", "errors")
-    counts: dict[int, list[int]] = {}
-    for quarter, runs, succeeded, errors in rows:
-        day = bisect.bisect_right(bounds, quarter * QUARTER) - 1
-        if 0 <= day < len(starts) - 1 and runs > 0:
-            count = counts.setdefault(day, [0, 0, 0])
-            count[0] += runs
-            count[1] += succeeded
-            count[2] += errors
-    return {day: (runs, succeeded, errors) for day, (runs, succeeded, errors) in counts.items()}
+    rows = (
+        RunTally.objects.filter(schedule_id=schedule_id, quarter__gte=first, quarter__lt=end)
+        .order_by("quarter")  # run_tally_key's order: no sort
+        .values_list("quarter", "runs", "succeeded", "errors")
+    )
+    days: dict[int, DayTally] = {}
+    until = bounds[0]  # when the day being summed ends
+    for quarter, runs, succeeded, errors in rows:  # in time order: the days come one by one
+        moment = quarter * QUARTER
+        if runs <= 0 or moment < bounds[0]:
+            continue
+        if moment >= until:
+            day = bisect.bisect_right(bounds, moment) - 1
+            if day >= len(starts) - 1:
+                break
+            until, tally = bounds[day + 1], days.setdefault(day, DayTally())
+        tally.runs += runs
+        tally.succeeded += succeeded
+        tally.errors += errors
+        tally.quarters.append((quarter, runs))
+    return days
 
 
 def prune(*, now: datetime, budget: int = 5000) -> int:

@@ -76,3 +76,10 @@ def sillo_incident_socket() -> str:
 def as_json(value: object) -> str:
     """A stored value as compact JSON text (audit before/after), whatever it holds."""
     return json_text(value, indent=None)
+
+
+@register.filter
+def svg(value: float, places: int = 1) -> str:
+    """A chart coordinate as SVG reads it: a dot for the decimal point in every
+    locale, and a few times cheaper than `floatformat` (a 30-day chart has 400)."""
+    return f"{float(value):.{int(places)}f}"

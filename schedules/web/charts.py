@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta, tzinfo
+from datetime import date
 
-from ..choices import ERROR_OUTCOMES, RunStatus
+from ..choices import RunStatus
 from ..models import Run
+from ..run_history import RunHistory
 
 WIDTH, HEIGHT, PAD = 640, 160, 24
 # The charts over days sit three to a row: a smaller canvas keeps their text legible.
@@ -130,49 +131,20 @@ def percentile(values: list[float], q: float) -> float | None:
     return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
 
 
-def daily(
-    rows: list[tuple],
-    *,
-    days: int,
-    today: date,
-    zone: tzinfo,
-    counts: dict[date, tuple[int, int, int]] | None = None,
-) -> list[Day]:
-    """Per day in `zone`, oldest first: runs, success rate, duration and lateness p50/p95.
-
-    `rows` are (status, slot, started_at, finished_at, queued_at). Skipped,
-    cancelled and interrupted runs count as runs; the rate is successes among
-    the runs that ran to an outcome (succeeded, failed, timed out). With `counts`
-    (day -> runs, succeeded, errors, counted by the database) the rows are a sample
-    that only the percentiles read.
-    """
-    first = today - timedelta(days=days - 1)
-    buckets = {first + timedelta(days=i): Day(first + timedelta(days=i)) for i in range(days)}
-    durations: dict[date, list[float]] = {d: [] for d in buckets}
-    lateness: dict[date, list[float]] = {d: [] for d in buckets}
-    for status, slot, started, finished, queued in rows:
-        day = (started or queued).astimezone(zone).date()
-        bucket = buckets.get(day)
-        if bucket is None:
-            continue
-        if counts is None:
-            bucket.runs += 1
-            if status == RunStatus.SUCCEEDED:
-                bucket.succeeded += 1
-            elif status in ERROR_OUTCOMES and status != RunStatus.INTERRUPTED:
-                bucket.errors += 1
-        if started and finished:
-            durations[day].append((finished - started).total_seconds())
-        if started and slot:
-            lateness[day].append(max(0.0, (started - slot).total_seconds()))
-    for day, bucket in buckets.items():
-        if counts is not None:
-            bucket.runs, bucket.succeeded, bucket.errors = counts.get(day, (0, 0, 0))
-        decided = bucket.succeeded + bucket.errors
-        bucket.rate = 100 * bucket.succeeded / decided if decided else None
-        bucket.p50, bucket.p95 = percentile(durations[day], 50), percentile(durations[day], 95)
-        bucket.late50, bucket.late95 = percentile(lateness[day], 50), percentile(lateness[day], 95)
-    return list(buckets.values())
+def daily(history: RunHistory) -> list[Day]:
+    """Per day of the history, oldest first: runs, success rate, duration and lateness
+    p50/p95. Skipped, cancelled and interrupted runs count as runs; the rate is
+    successes among the runs that ran to an outcome (succeeded, failed, timed out)."""
+    table = []
+    for day in history.days:
+        row = Day(day, *history.counts.get(day, (0, 0, 0)))
+        decided = row.succeeded + row.errors
+        row.rate = 100 * row.succeeded / decided if decided else None
+        durations, lateness = history.durations.get(day, []), history.lateness.get(day, [])
+        row.p50, row.p95 = percentile(durations, 50), percentile(durations, 95)
+        row.late50, row.late95 = percentile(lateness, 50), percentile(lateness, 95)
+        table.append(row)
+    return table
 
 
 @dataclass
@@ -258,21 +230,11 @@ def line_chart(days: list[Day], *, label: str, low: str, high: str) -> DayChart:
     return DayChart(label, "s", top, [], series, days[0].day, days[-1].day)
 
 
-def history_charts(
-    rows: list[tuple],
-    *,
-    now: datetime,
-    zone: tzinfo,
-    days: int = 30,
-    counts: dict[date, tuple[int, int, int]] | None = None,
-    every: int = 1,
-) -> dict:
-    """The schedule page's charts over `days` days, and the numbers behind them
-    (`counts` and `every`: see `daily` and selectors.run_history)."""
-    today = now.astimezone(zone).date()
-    table = daily(rows, days=days, today=today, zone=zone, counts=counts)
+def history_charts(history: RunHistory) -> dict:
+    """The schedule page's charts over the history's days, and the numbers behind them."""
+    table = daily(history)
     return {
-        "every": every,
+        "sampled": history.sampled,
         "days": table,
         "has_runs": any(day.runs for day in table),
         "rate": rate_chart(table),

@@ -53,6 +53,38 @@ def test_run_now_shows_queued_running_and_the_outcome_live(page, server, artifac
     page.screenshot(path=str(artifacts / "schedule-page.png"), full_page=True)
 
 
+def test_the_run_history_pages_older_and_back_in_place(page, server) -> None:
+    """The schedule page's history: "Older ›" swaps in the next 25 runs by cursor (no
+    reload, the charts stay), "« Newest" brings the first page back."""
+    server.python(
+        "from datetime import timedelta\n"
+        "from django.utils import timezone\n"
+        "from schedules.bulk import insert_rows\n"
+        "from schedules.models import Schedule\n"
+        "from schedules.scheduler.records import new_run\n"
+        "owner = Schedule.objects.create(code='paged', task_name='test.echo',"
+        " trigger={'kind': 'interval', 'every': 86400 * 300},"
+        " next_run_at=timezone.now() + timedelta(days=300))\n"
+        "now = timezone.now()\n"
+        "insert_rows([new_run(owner, reason='manual', slot=None,"
+        " now=now - timedelta(minutes=i)) for i in range(30)])\n"
+    )
+    log_in(page, server, "viewer")
+    page.click("a.code:has-text('paged')")
+    history = page.locator("#history")
+    expect(history.locator("tbody tr")).to_have_count(25)
+    newest = history.locator("tbody tr").first.get_attribute("id")
+    page.evaluate("window.stayed = true")  # gone if the page reloads
+    page.get_by_test_id("older").click()
+    expect(history.locator("tbody tr")).to_have_count(5)
+    expect(history).to_contain_text("Older runs")
+    assert page.evaluate("window.stayed") is True
+    expect(page.get_by_test_id("history-charts")).to_be_visible()
+    history.get_by_role("link", name="« Newest").click()
+    expect(history.locator("tbody tr")).to_have_count(25)
+    expect(history.locator("tbody tr").first).to_have_attribute("id", newest)
+
+
 def test_pause_and_resume_change_the_row(page, server) -> None:
     log_in(page, server, "operator")
     row = page.locator("tr", has=page.locator("a.code", has_text="slow-report"))

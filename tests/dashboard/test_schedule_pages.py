@@ -33,6 +33,49 @@ def test_the_schedule_page_shows_spec_times_chart_and_escaped_tracebacks(
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
 
 
+def test_the_run_history_pages_by_cursor_with_the_same_queries_at_any_depth(
+    client, viewer, schedule
+) -> None:
+    """Older pages follow a cursor (no count of the schedule's runs, no OFFSET), a run
+    recorded meanwhile shifts no page, and the fragment htmx asks for is the table."""
+    from datetime import timedelta
+
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from schedules.bulk import insert_rows
+    from schedules.scheduler.records import new_run
+
+    start = schedule.created_at
+    insert_rows([new_run(schedule, reason="manual", slot=None, now=start + timedelta(minutes=i))
+                 for i in range(60)])  # fmt: skip
+    newest = sorted(Run.objects.values_list("pk", flat=True), reverse=True)
+    client.force_login(viewer)
+    html = client.get(f"/schedules/{schedule.pk}/").content.decode()
+    assert f'id="run-{newest[0]}"' in html and f'id="run-{newest[24]}"' in html
+    assert f'id="run-{newest[25]}"' not in html and "Newest first" in html
+    seen, cursor, reads = [], None, []
+    for _ in range(5):
+        url = f"/schedules/{schedule.pk}/?cursor={cursor or ''}"
+        with CaptureQueriesContext(connection) as queries:
+            page = client.get(url, **HX)
+        body = page.content.decode()
+        assert body.lstrip().startswith('<div id="history">')
+        seen += [pk for pk in newest if f'id="run-{pk}"' in body]
+        reads.append(len(queries))
+        assert not any("COUNT(" in q["sql"] or "OFFSET" in q["sql"] for q in queries)
+        if cursor is None:  # a newer run recorded after the first page shifts no page
+            later = start + timedelta(hours=2)
+            insert_rows([new_run(schedule, reason="manual", slot=None, now=later)])
+        marker = 'data-testid="older">'
+        if marker not in body:
+            break
+        cursor = body.split('href="?cursor=')[1].split('"')[0]
+    assert seen == newest  # every run once, newest first, over pages of 25, 25 and 10
+    assert len(set(reads)) == 1
+    assert "« Newest" in body
+
+
 def test_an_unknown_schedule_is_404(client, viewer) -> None:
     client.force_login(viewer)
     assert client.get("/schedules/999/").status_code == 404

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.utils import timezone
@@ -16,7 +15,8 @@ from ...alerts import selectors as alert_selectors
 from ...conf import setting
 from ...defaults import differences
 from ...models import Run
-from ...selectors import run_history
+from ...run_filters import page_after
+from ...run_history import SAMPLE_PER_DAY, STRETCH, run_history
 from ...validation import json_text
 from .. import access
 from ..charts import HEIGHT, WIDTH, duration_bars, history_charts
@@ -29,30 +29,24 @@ HISTORY_DAYS = 30
 @require_GET
 def schedule_detail(request: HttpRequest, pk: int) -> HttpResponse:
     schedule = access.schedule_for(request, pk)
-    runs = Paginator(Run.objects.for_schedule(schedule), RUNS_PER_PAGE).get_page(
-        request.GET.get("page")
-    )
-    if request.htmx and request.GET.get("page"):
+    # Cursor pages, like the runs page's: a count of every kept run and an OFFSET into
+    # them cost 17 and 30 ms on PostgreSQL at 100,000 runs, growing with them.
+    cursor = request.GET.get("cursor") or None
+    runs, next_cursor = page_after(Run.objects.for_schedule(schedule), cursor, RUNS_PER_PAGE)
+    pager = {"runs": runs, "next_cursor": next_cursor, "first_page": cursor is None}
+    if request.htmx and "cursor" in request.GET:
         return TemplateResponse(
-            request, "schedules/detail.html#history", {"runs": runs, "schedule": schedule}
+            request, "schedules/detail.html#history", {**pager, "schedule": schedule}
         )
     next_times = schedule.preview_times(
         10, after=timezone.now(), operator_zone=timezone.get_current_timezone()
     )
-    bars, longest = duration_bars(list(runs.object_list))
+    bars, longest = duration_bars(runs)
     now = timezone.now()
     zone = timezone.get_current_timezone()
     today = now.astimezone(zone).date()
     days = [today - timedelta(days=back) for back in range(HISTORY_DAYS - 1, -1, -1)]
-    runs_since = run_history(schedule, days=days, zone=zone)
-    history = history_charts(
-        runs_since.rows,
-        now=now,
-        zone=zone,
-        days=HISTORY_DAYS,
-        counts=runs_since.counts,
-        every=runs_since.every,
-    )
+    history = history_charts(run_history(schedule, days=days, zone=zone))
     timeout = schedule.effective_timeout
     if schedule.timeout is None:
         timeout_text = f"the default, {timeout:g} s" if timeout else "none (the default)"
@@ -65,7 +59,7 @@ def schedule_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "spec_json": json_text(schedule.trigger),
         "kwargs_json": json_text(schedule.kwargs),
         "row": row,
-        "runs": runs,
+        **pager,
         "next_times": next_times,
         "operator_zone": timezone.get_current_timezone_name(),
         "bars": bars,
@@ -79,6 +73,8 @@ def schedule_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "links": chain_reads.schedule_links(schedule),
         "history": history,
         "charts": [history["rate"], history["duration"], history["lateness"]],
+        "sample_per_day": SAMPLE_PER_DAY,
+        "stretch": STRETCH,
         "kept": setting("SILLO_RUNS_PER_SCHEDULE"),
         "chart_width": WIDTH,
         "chart_height": HEIGHT,
