@@ -1,7 +1,7 @@
 """Row helpers for the few statements that touch hundreds of rows at a time: an
 INSERT that returns keys, an UPDATE by key, a lock that skips what another
-process holds, and one read repeated for many keys. Claims, outcomes, the
-incident edge and the dashboard's strips and charts share them."""
+process holds, and the times of raw rows. Claims, outcomes, the incident edge
+and the dashboard's strips share them."""
 
 from __future__ import annotations
 
@@ -20,40 +20,6 @@ def locked_or_skipped(rows: models.QuerySet) -> models.QuerySet:
     write lock from BEGIN)."""
     if connection.features.has_select_for_update_skip_locked:
         return rows.select_for_update(skip_locked=True, of=("self",))
-    return rows
-
-
-# SQLite refuses a compound SELECT of more than 500 terms (SQLITE_MAX_COMPOUND_SELECT).
-UNION_TERMS = 400
-
-
-def read_each(one: models.QuerySet, markers: Sequence, values: Sequence[Sequence]) -> list[tuple]:
-    """The rows of `one` read once for each tuple of `values`, whose items take the
-    places of `markers` among one's query parameters: one UNION ALL a 400 reads.
-
-    For reads that each walk an index for a few rows (a LIMIT, a short range): a
-    query per read costs a round trip and a statement each, an OR of their ranges
-    makes the database walk everything between, and Django's own `union()` cannot
-    LIMIT its parts on SQLite. The SQL of one read is built once and repeated.
-    Markers and values are given as the database takes them (datetimes through
-    `connection.ops.adapt_datetimefield_value`); a marker must equal no other
-    parameter. Rows come back as the driver gives them (see `stored_moment`).
-    """
-    sql, args = one.query.sql_with_params()
-    places = [args.index(marker) for marker in markers]
-    rows: list[tuple] = []
-    for first in range(0, len(values), UNION_TERMS):
-        chunk = values[first : first + UNION_TERMS]
-        parts = [f"SELECT * FROM ({sql}) AS read{number}" for number in range(len(chunk))]
-        params: list = []
-        for read in chunk:
-            own = list(args)
-            for place, value in zip(places, read, strict=True):
-                own[place] = value
-            params += own
-        with connection.cursor() as cursor:
-            cursor.execute(" UNION ALL ".join(parts), params)
-            rows += cursor.fetchall()
     return rows
 
 

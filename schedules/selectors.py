@@ -15,7 +15,7 @@ from django.db import connection
 from django.db.models import Count, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce
 
-from .bulk import read_each, stored_moment
+from .bulk import stored_moment
 from .choices import ERROR_OUTCOMES, FINISHED, RunStatus, ScheduleStatus
 from .conf import setting
 from .models import AuditEvent, Run, Schedule, SchedulerInstance
@@ -317,11 +317,17 @@ def recent_outcomes(schedule_ids: list[int]) -> dict[int, list[Outcome]]:
         rows = _recent_on_postgresql(schedule_ids)
     else:
         one = (
-            Run.objects.filter(schedule_id=0, status__in=FINISHED)  # 0: each schedule's place
+            Run.objects.filter(schedule_id=0)  # its parameter comes first, then the statuses
+            .filter(status__in=FINISHED)
             .order_by("-queued_at")  # run_history_idx's order: no sort
             .values_list(*STRIP_FIELDS)[:STRIP_LENGTH]
         )
-        rows = read_each(one, [0], [(schedule_id,) for schedule_id in schedule_ids])
+        sql, args = one.query.sql_with_params()  # args: the schedule id, then the statuses
+        parts = [f"SELECT * FROM ({sql}) AS s{number}" for number in range(len(schedule_ids))]
+        params = [value for schedule_id in schedule_ids for value in (schedule_id, *args[1:])]
+        with connection.cursor() as cursor:
+            cursor.execute(" UNION ALL ".join(parts), params)
+            rows = cursor.fetchall()
     found: dict[int, list[Outcome]] = {}
     for pk, schedule_id, status, *times in rows:
         queued, started, finished = (stored_moment(value) for value in times)

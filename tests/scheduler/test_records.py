@@ -95,26 +95,3 @@ def test_a_row_whose_related_row_was_never_saved_is_refused_not_stored_unlinked(
     with pytest.raises(ValueError, match="incident of a new IncidentEvent is not saved"):
         insert_rows([IncidentEvent(incident=unsaved, at=T0, event="late")])
     assert not IncidentEvent.objects.exists()
-
-
-def test_a_read_repeated_for_more_keys_than_one_union_takes_is_split_and_each_gets_its_values() -> (
-    None
-):
-    """read_each: SQLite refuses a compound SELECT of more than 500 terms, so 1,000 reads
-    go in chunks; each read's marker is replaced by its own value (the schedule's id,
-    and the time bounds given as the database takes them)."""
-    from schedules.bulk import read_each
-
-    owners = [make_schedule(f"r{i:04d}", "test.echo", every(60)) for i in range(1000)]
-    insert_rows([new_run(owner, reason=RunReason.MANUAL, slot=None, now=T0) for owner in owners])
-    adapt = connection.ops.adapt_datetimefield_value
-    since, until = T0 - timedelta(days=1), T0 + timedelta(days=1)
-    one = Run.objects.filter(schedule_id=0, queued_at__gte=since, queued_at__lt=until)
-    one = one.order_by("-queued_at").values_list("schedule_id", flat=True)[:5]
-    values = [(owner.pk, adapt(since), adapt(until)) for owner in owners]
-    with CaptureQueriesContext(connection) as queries:
-        rows = read_each(one, [0, adapt(since), adapt(until)], values)
-    assert sorted(rows) == sorted((owner.pk,) for owner in owners)
-    assert len(queries) == 3
-    later = [(owner.pk, adapt(until), adapt(until + timedelta(days=1))) for owner in owners[:3]]
-    assert read_each(one, [0, adapt(since), adapt(until)], later) == []
