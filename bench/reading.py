@@ -146,9 +146,12 @@ def throughput_reading(load_: dict, at: int, worst: float | None) -> str:
     if worst is not None and worst >= 1.0:
         text += f" The 1 s target is missed by {worst - 1:.2f} s at the slowest burst and size."
     return text + background(
-        "Sillo Dash claims due slots in batches in one transaction and records every run; "
-        "APScheduler's memory store writes nothing and its SQLAlchemy store one UPDATE and "
-        "commit per job. Where the remaining time goes is not measured here."
+        "Sillo Dash claims due slots in batches in one transaction and records every run, "
+        "a crowd of them from before their instant by the claims' measured cost; the runs "
+        "beyond the free workers are started in batches as workers free up "
+        "(docs/scheduler.md). APScheduler's memory store writes nothing and its SQLAlchemy "
+        "store one UPDATE and commit per job. Where the remaining time goes is not measured "
+        "here."
     )
 
 

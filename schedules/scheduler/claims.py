@@ -509,6 +509,13 @@ def unrunnable(run: Run, tasks: Registry) -> str:
     return f"skipped: {refusal}" if refusal else ""
 
 
+def slots_due(*, by: datetime, tasks: Registry, limit: int) -> list[datetime]:
+    """The slots due by `by`, earliest first, at most `limit` (schedule_due_idx): the
+    loop looks for a crowd among them (lead.py)."""
+    due = Schedule.objects.due(now=by, task_names=tasks.runnable_names())
+    return list(due.values_list("next_run_at", flat=True)[:limit])
+
+
 def next_times(
     *, tasks: Registry, include_queued: bool = True, held: Collection[int] = ()
 ) -> tuple[datetime | None, datetime | None]:

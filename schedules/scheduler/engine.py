@@ -12,6 +12,7 @@ import asyncio
 import logging
 import os
 import socket
+import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -42,6 +43,7 @@ from .executor import (
 )
 from .held import HeldRuns
 from .hooks import Hooks
+from .lead import LONGEST, ClaimCost, Crowd
 from .pace import Backlog
 from .pruner import Pruner
 from .recorder import OutcomeRecorder
@@ -60,6 +62,9 @@ HOLD_CHECK_INTERVAL = 0.5
 # waits behind the held line anyway, and a pass per slot of a steady load would take the
 # database thread from starting the held runs (a better priority jumps it this late).
 HELD_PASS_INTERVAL = 0.05
+# How often the loop looks for a crowd of slots due soon, and how far ahead (lead.py).
+CROWD_LOOK_INTERVAL = 0.25
+CROWD_LOOK_AHEAD = timedelta(seconds=LONGEST + CROWD_LOOK_INTERVAL)
 # After shutdown's grace, how long stopped runs may take to have their outcome written.
 RECORD_GRACE = 4.0
 # How long shutdown waits for run announcements still unsent (a hung channel layer).
@@ -100,6 +105,8 @@ class Scheduler:
         # lets them begin before it stops runs from taking a worker.
         self._slot_waits: dict[int, asyncio.Future] = {}  # run id -> its wait
         self._claimed_by = datetime.min.replace(tzinfo=UTC)  # the last claim's horizon
+        self.claim_cost = ClaimCost()
+        self._crowd: Crowd | None = None  # slots due together, claimed from earlier (lead.py)
         self._claimed_any = False  # whether it claimed any slot (more may be due)
         # Launched runs that need a worker process, from their claim until their body ends:
         # a run counts against the pool before its task has reached `acquire`.
@@ -242,9 +249,9 @@ class Scheduler:
         self._stopping = True
         hints.unregister(self)
         # Runs claimed ahead are this process's like any started run: they begin at
-        # their slot (SILLO_CLAIM_AHEAD at most from now), within the grace. Given back
-        # to the queue, a slot due at the stop would run whenever a scheduler next
-        # started, past its misfire rules.
+        # their slot (SILLO_CLAIM_AHEAD from now, a second for a crowd), within the
+        # grace. Given back to the queue, a slot due at the stop would run whenever a
+        # scheduler next started, past its misfire rules.
         if self._slot_waits:
             await asyncio.wait(list(self._slot_waits.values()))
         # Runs still waiting for a worker go back to the queue at once, for a peer (or
@@ -324,9 +331,13 @@ class Scheduler:
         then read again after the pass), else None."""
         slots = self._worker_slots()
         self._claimed_by = now + self._claim_ahead()
+        crowd = self._crowd
+        if crowd is not None and now >= crowd.start:
+            self._claimed_by = max(self._claimed_by, crowd.until)
         if len(self.held):
             # New slots wait behind the held runs (priority, then arrival).
             slots = claims.WorkerSlots(0, self.needs_worker)
+        began = time.perf_counter()  # real time: the cost per slot is the database's
         runs, replaced = await self.db(
             claims.claim_due,
             now=now,
@@ -340,6 +351,7 @@ class Scheduler:
             up_since=self.up_since,
             due_by=self._claimed_by,
         )
+        self.claim_cost.noted(time.perf_counter() - began, len(runs))
         self._claimed_any = bool(runs)
         # Set before anything is launched: a run that finishes while this pass
         # still awaits the database must wake the loop for the runs left queued.
@@ -411,6 +423,36 @@ class Scheduler:
     def _claim_ahead() -> timedelta:
         return timedelta(seconds=setting("SILLO_CLAIM_AHEAD"))
 
+    def _claim_from(self, slot: datetime) -> datetime:
+        """When to claim `slot`: SILLO_CLAIM_AHEAD before it, or from the start of the
+        crowd it is part of."""
+        start = slot - self._claim_ahead()
+        crowd = self._crowd
+        if crowd is not None and slot <= crowd.until:
+            start = min(start, crowd.start)
+        return start
+
+    async def _look_for_crowd(self, next_at: datetime | None) -> None:
+        """Look for a crowd (lead.py) among the slots due from the next one on. Before a
+        sleep longer than CROWD_LOOK_INTERVAL always; under a steady load, with a pass
+        every few milliseconds, at most that often (one indexed read of a second's
+        slots). A crowd past the window is seen by the pass that sleeps until the slot
+        before it."""
+        base = self._claim_ahead()
+        if next_at is None or not base:
+            self._crowd = None
+            return
+        soon = next_at - self.clock.now() <= base + timedelta(seconds=CROWD_LOOK_INTERVAL)
+        if not self._due("crowd-look", CROWD_LOOK_INTERVAL) and soon:
+            return
+        slots = await self.db(
+            claims.slots_due,
+            by=next_at + base + CROWD_LOOK_AHEAD,
+            tasks=self.tasks,
+            limit=self.claim_cost.within(),
+        )
+        self._crowd = self.claim_cost.crowd(slots, base)
+
     def needs_worker(self, task_name: str) -> bool:
         return self.executor.in_worker(self.tasks.get(task_name))
 
@@ -423,8 +465,9 @@ class Scheduler:
         next_at, queued_at = await self.db(
             claims.next_times, tasks=self.tasks, include_queued=read_queue, held=self.held.ids()
         )
+        await self._look_for_crowd(next_at)
         if next_at is not None and (next_at > self._claimed_by or self._claimed_any):
-            next_at -= self._claim_ahead()  # claimed ahead, started at its instant
+            next_at = self._claim_from(next_at)  # claimed ahead, started at its instant
         # Else this pass claimed nothing and left it (its schedule at max_instances):
         # the pass at its instant claims it, rather than passes back to back until then.
         # (A pass that claimed some is followed at once: the batch may have been full.)
