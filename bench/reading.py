@@ -268,7 +268,7 @@ def hostile_reading(hostile: dict) -> str:
 
 def targets_and_reading(facts: dict) -> tuple[str, str]:
     rows = targets(facts) + takeover_targets(facts.get("takeover"))
-    rows += restart_targets(facts.get("restart"), facts.get("ceiling"))
+    rows += restart_targets(facts.get("restart"), facts.get("ceiling"), facts.get("big_burst"))
     rows += scale_targets(facts)
     reading = []
     if facts.get("next_fire"):
@@ -284,7 +284,9 @@ def targets_and_reading(facts: dict) -> tuple[str, str]:
     if facts.get("takeover"):
         reading.append(takeover_reading(facts["takeover"]))
     if facts.get("restart"):
-        reading.append(restart_reading(facts["restart"], facts.get("ceiling")))
+        reading.append(
+            restart_reading(facts["restart"], facts.get("ceiling"), facts.get("big_burst"))
+        )
     if facts.get("ceiling"):
         reading.append(ceiling_reading(facts["ceiling"]))
     if facts.get("big_burst"):

@@ -531,8 +531,14 @@ def test_a_missed_restart_names_the_ceiling_when_its_schedules_fall_due_faster()
         "held 800 runs/s and passed 100 ms p99 at 1,130"
     )
     assert reason in measured and reason in restart_reading(slow, over)
-    # A ceiling above the schedules' rate is no reason; neither is a met target or no ramp.
-    higher = ceiling_data(ceiling_config("SQLite", 1, (1600, 40.0, 3200), (2260, 300.0, 4520)))
+    # Between the highest rate held and the first over: no headroom measured for catching up.
+    between = ceiling_data(ceiling_config("SQLite", 1, (1600, 40.0, 3200), (2260, 300.0, 4520)))
+    assert (
+        "above the highest rate one SQLite scheduler held on this machine (1,600 runs/s; p99 "
+        "passed 100 ms at 2,260"
+    ) in restart_verdict_with(slow, between)[0]
+    # A rate held at or above the schedules' is no reason; neither is a met target or no ramp.
+    higher = ceiling_data(ceiling_config("SQLite", 1, (1700, 40.0, 3400), (2400, 300.0, 4800)))
     assert "reason" not in restart_verdict_with(slow, higher)[0]
     assert "reason" not in restart_verdict_with(slow, None)[0]
     met = restart_data(skip=restart_policy(), once=restart_policy())
@@ -540,11 +546,30 @@ def test_a_missed_restart_names_the_ceiling_when_its_schedules_fall_due_faster()
     assert "reason" not in restart_verdict_with(met, over)[0]
 
 
-def restart_verdict_with(data: dict, ceiling: dict | None) -> tuple[str, str]:
+def restart_verdict_with(
+    data: dict, ceiling: dict | None, big_burst: dict | None = None
+) -> tuple[str, str]:
     from restart_report import restart_targets
 
-    ((_, measured, verdict),) = restart_targets(data, ceiling)
+    ((_, measured, verdict),) = restart_targets(data, ceiling, big_burst)
     return measured, verdict
+
+
+def test_a_missed_once_restart_names_the_runs_it_owes_at_the_burst_rate_measured() -> None:
+    def burst(*seconds: float | None) -> dict:
+        return {"settings": {"size": 10_000},
+                "bursts": [{"all_started_s": s} for s in seconds]}  # fmt: skip
+
+    slow = restart_data(skip=restart_policy(first=90.0), once=restart_policy(first=80.0))
+    slow["settings"] |= {"schedules": 100_000, "every_s": 60.0}
+    measured, verdict = restart_verdict_with(slow, None, burst(3.9, 4.0))
+    assert verdict == "**missed**"
+    assert (
+        '`misfire="once"` owes each of the 100,000 schedules a run, and this machine started a '
+        "burst of 10,000 at 2,500 runs/s (this run): 40 s of starts alone"
+    ) in measured
+    assert "owes" not in restart_verdict_with(slow, None, burst(3.9, None))[0]  # incomplete
+    assert "owes" not in restart_verdict_with(slow, None, burst(0.4))[0]  # 4 s: within 5 s
 
 
 # ---------------------------------------------------------------- issue 18 at scale
@@ -602,6 +627,23 @@ def test_the_burst_targets_of_issue_18_are_judged_on_the_slowest_burst():
     assert rows["… and within 0.5 s on PostgreSQL with one scheduler"][1] == (
         "**incomplete: not met**"
     )
+
+
+def test_a_missed_sqlite_burst_names_the_handoff_only_when_the_inline_bursts_were_in_time():
+    def sqlite_burst(inline: float | None) -> str:
+        sched = figures(p99=2.0, burst=0.3, idle=0.1)
+        if inline is not None:
+            sched["load"][10_000]["sillo-inline"] = figures(p99=2.0, burst=inline, idle=0.1)[
+                "load"][10_000]["sillo"]  # fmt: skip
+        measured, verdict = scale_rows({"scheduler": sched})[
+            "1,000 runs due at once all started within 0.2 s on SQLite"]  # fmt: skip
+        assert verdict == "**missed**"
+        return measured
+
+    assert "the measured reason" not in sqlite_burst(None)
+    assert "the measured reason" not in sqlite_burst(0.25)  # inline slow too: no reason shown
+    measured = sqlite_burst(0.05)
+    assert "all started within 0.05 s" in measured and "worker process" in measured
 
 
 def test_live_views_below_the_issues_load_are_not_met_and_lost_events_miss():
