@@ -80,7 +80,7 @@ def beyond_the_ceiling(data: dict, ceiling: dict | None) -> str | None:
     due = data["settings"]["schedules"] / data["settings"].get("every_s", 60.0)
     if first_over is None or (held is not None and due <= held["rate"]):
         return None
-    if due >= first_over["rate"]:
+    if held is None or due >= first_over["rate"]:
         sustained = f"held {rate(held['rate'])} runs/s" if held else "held no step"
         return (
             f"its schedules fall due {rate(due)} times a second, and on this machine one "

@@ -537,6 +537,12 @@ def test_a_missed_restart_names_the_ceiling_when_its_schedules_fall_due_faster()
         "above the highest rate one SQLite scheduler held on this machine (1,600 runs/s; p99 "
         "passed 100 ms at 2,260"
     ) in restart_verdict_with(slow, between)[0]
+    # No step held, the first failing above the schedules' rate: nothing held is the reason.
+    none_held = ceiling_data(ceiling_config("SQLite", 1, (2260, 300.0, 4520)))
+    assert (
+        "one SQLite scheduler held no step and passed 100 ms p99 at 2,260"
+        in (restart_verdict_with(slow, none_held)[0])
+    )
     # A rate held at or above the schedules' is no reason; neither is a met target or no ramp.
     higher = ceiling_data(ceiling_config("SQLite", 1, (1700, 40.0, 3400), (2400, 300.0, 4800)))
     assert "reason" not in restart_verdict_with(slow, higher)[0]

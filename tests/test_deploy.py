@@ -56,24 +56,14 @@ def test_the_data_folder_and_database_are_private(manage, tmp_path) -> None:
         assert path.stat().st_mode & 0o777 == 0o600, path.name
 
 
-def test_a_web_process_keeps_django_out_of_the_collectors_walks(tmp_path) -> None:
+def test_a_web_process_keeps_django_out_of_the_collectors_walks(manage) -> None:
     """daphne imports sillo_dash.asgi once per web process: what it set up is frozen,
     so a full collection in a request walks the request's objects, not Django's."""
-    import subprocess
-    import sys
-
-    from tests.conftest import ROOT, child_environment
-
     probe = (
         "import gc, json, sillo_dash.asgi; "
         "print(json.dumps({'frozen': gc.get_freeze_count(), 'walked': len(gc.get_objects())}))"
     )
-    env = {**child_environment(), "SILLO_DATA_DIR": str(tmp_path / "data"), **PRODUCTION}
-    env.pop("DATABASE_URL", None)
-    result = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=ROOT,
-        timeout=120,
-    )  # fmt: skip
+    result = manage("shell", "--no-imports", "-c", probe, env=PRODUCTION)
     assert result.returncode == 0, result.stderr
     view = json.loads(result.stdout.strip().splitlines()[-1])
     assert view["frozen"] > 10_000, view  # Django's modules, models, settings, the routing
