@@ -101,6 +101,7 @@ class Scheduler:
         self._started = False
         self.up_since: datetime | None = None
         self.in_flight: dict[int, asyncio.Task] = {}
+        self.launched = 0  # runs launched since start; in_flight loses those that ended
         # Runs claimed ahead, waiting for their slot (SILLO_CLAIM_AHEAD): a shutdown
         # lets them begin before it stops runs from taking a worker.
         self._slot_waits: dict[int, asyncio.Future] = {}  # run id -> its wait
@@ -573,6 +574,7 @@ class Scheduler:
             return
         task = asyncio.create_task(self._execute(run), name=f"run-{run.pk}")
         self.in_flight[run.pk] = task
+        self.launched += 1
         if self.needs_worker(run.task_name):
             self._worker_runs.add(run.pk)
         task.add_done_callback(partial(self._forget, run.pk))

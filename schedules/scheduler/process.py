@@ -52,8 +52,10 @@ async def run_once() -> int:
     scheduler = Scheduler()
     await scheduler.start()
     try:
+        # Counted as launched: a quick run can end before the pass does (its last
+        # reads await the database), and in_flight no longer holds it.
         await scheduler.run_pass()
-        started = len(scheduler.in_flight)
+        started = scheduler.launched
         await scheduler.wait_idle()
     finally:
         await scheduler.shutdown()
