@@ -108,7 +108,8 @@ def run_log_section(data: dict) -> str:
         f"{shape['windows']} windows of {shape['window']:g} s after a {shape['warmup']:g} s "
         f"warm-up, inside the task, with an empty log and then with the full one. The log is "
         f"filled with finished runs, {settings['keep']:,} per schedule (the default "
-        "retention), by the database itself (INSERT … SELECT over a series). Pruning: the "
+        "retention), by the database itself (INSERT … SELECT over a series)"
+        f"{_settled(data['databases'])}. Pruning: the "
         "scheduler's bounded passes (200 schedules, 5,000 rows at most each) until a turn over "
         f"the schedules finds nothing, deleting 10 runs per schedule beyond the "
         f"{settings['small_keep']} kept of a small log, then beyond the {settings['keep']:,} "
@@ -133,6 +134,20 @@ def run_log_section(data: dict) -> str:
             ],
             rows,
         )  # fmt: skip
+    )
+
+
+def _settled(databases: list[dict]) -> str:
+    """How the fill was brought to the state its hours of growth leave (run_log.settle)."""
+    seconds = [f"{db['settle_s']:.0f} s on {db['database']}" for db in databases
+               if db.get("settle_s")]  # fmt: skip
+    if not seconds:
+        return ""
+    return (
+        "; then the whole database was vacuumed and analysed ("
+        + ", ".join(seconds)
+        + "), the work autovacuum spreads over the 28 hours such a log takes to grow, "
+        "left otherwise to the steady phase after a fill of minutes"
     )
 
 

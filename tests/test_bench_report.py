@@ -8,6 +8,7 @@ report lie.
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -974,6 +975,42 @@ def test_the_run_log_target_holds_only_when_every_limit_holds_on_both_databases(
     assert "| PostgreSQL | 10,000,000 (200 s) | 480 | 30.0 → 40.0 | 150 → 200 |" in (
         run_log_section(run_log_data())
     )
+
+
+@pytest.mark.django_db(transaction=True)  # VACUUM cannot run in a transaction
+def test_a_filled_log_settles_on_postgresql_and_is_left_alone_on_sqlite():
+    from django.db import connection
+    from run_log import settle
+
+    def vacuumed() -> int:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT vacuum_count + analyze_count FROM pg_stat_user_tables "
+                           "WHERE relname = 'schedules_run'")  # fmt: skip
+            return cursor.fetchone()[0]
+
+    if connection.vendor != "postgresql":
+        assert settle() == 0.0
+        return
+    before = vacuumed()
+    assert settle() > 0
+    # The statistics collector reports a moment later.
+    for _ in range(50):
+        if vacuumed() >= before + 2:
+            break
+        time.sleep(0.1)
+    assert vacuumed() >= before + 2
+
+
+def test_the_run_log_section_says_how_long_the_fill_took_to_settle():
+    from run_log_report import run_log_section
+
+    data = run_log_data()
+    assert "vacuumed" not in run_log_section(data)  # results from before the settle step
+    data["databases"][0]["settle_s"] = 0.0  # SQLite: nothing to do, nothing said
+    data["databases"][1]["settle_s"] = 41.6
+    section = run_log_section(data)
+    assert "then the whole database was vacuumed and analysed (42 s on PostgreSQL)" in section
+    assert "on SQLite" not in section
 
 
 def test_a_quick_run_says_the_run_log_is_for_the_full_run():
