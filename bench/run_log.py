@@ -45,8 +45,10 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -159,21 +161,25 @@ def add_runs(
 def settle() -> float:
     """Seconds to bring a log written in minutes to the state its hours of growth leave.
 
-    On PostgreSQL autovacuum visits a table a little at a time as rows arrive; rows
-    written in minutes leave it all to the steady phase that follows. In the first
+    Rows written in minutes leave to the steady phase that follows the background work
+    28 hours of growth would have spread out. On PostgreSQL, autovacuum's: in the first
     full runs its catch-up over 10 million rows (ANALYZE of the run table, then VACUUM
-    ANALYZE of the schedule and tally tables) fell in one window of that phase (its
-    p99 54 ms, 2.0-2.6 ms in the windows after). So the whole database is vacuumed
-    and analysed here, as that work would have been done by then. SQLite has no
-    such background work, and the product runs no ANALYZE there: nothing to do.
+    ANALYZE of the schedule and tally tables) fell in one window of that phase (p99
+    54 ms, 2.0-2.6 ms in the others); so the database is vacuumed and analysed. That
+    vacuum rewrites every page it visits, and the kernel then wrote them back during
+    the steady phase: its slowest window (p99 64 ms) beside 368 MB awaiting writeback,
+    the others at most 70 MB (steady's writeback_mb). So a checkpoint and a `sync`
+    follow, as the hours would have written those pages long before. SQLite's fill is
+    already on disk (database_bytes checkpoints it) and has no such background work.
     """
     from django.db import connection
 
-    if connection.vendor != "postgresql":
-        return 0.0
     began = time.monotonic()
-    with connection.cursor() as cursor:
-        cursor.execute("VACUUM (ANALYZE)")  # outside a transaction: Django autocommits
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("VACUUM (ANALYZE)")  # outside a transaction: Django autocommits
+            cursor.execute("CHECKPOINT")
+    os.sync()
     return time.monotonic() - began
 
 
@@ -226,6 +232,7 @@ def steady(database, during: Callable[[int, float], dict] | None = None) -> dict
     begin = first + SHAPE["warmup"]
     end = begin + SHAPE["windows"] * SHAPE["window"]
     loaded = None
+    writeback = Writeback()
     if during is None:
         processes = start_schedulers(1, env, database.folder)
     else:
@@ -238,22 +245,69 @@ def steady(database, during: Callable[[int, float], dict] | None = None) -> dict
         time.sleep(max(0.0, end + 1.0 - time.time()))
     finally:
         stop(processes)
-    windows: list[list[float]] = [[] for _ in range(SHAPE["windows"])]
+        writeback.stop()
+    late = []
     for code, at in read_executions(executions):
         anchor = first + EVERY * int(code[1:]) / SCHEDULES
         slot = anchor + ((at - anchor) // EVERY) * EVERY
-        index = int((slot - begin) // SHAPE["window"])
-        if 0 <= index < SHAPE["windows"]:
-            windows[index].append((at - slot) * 1000)
+        late.append((slot, (at - slot) * 1000))
+    windows = by_window(late, begin)
     found = {
         "runs": sum(len(w) for w in windows),
         "expected": round(SCHEDULES / EVERY * SHAPE["windows"] * SHAPE["window"]),
         "p50_ms": summary(percentile(w, 0.5) if w else None for w in windows),
         "p99_ms": summary(percentile(w, 0.99) if w else None for w in windows),
+        "p99_by_window_ms": [round(percentile(w, 0.99), 1) if w else None for w in windows],
     }
+    found["writeback_mb"] = [round(max(w)) if w else None
+                             for w in by_window(writeback.samples, begin)]  # fmt: skip
     if loaded is not None:
         found["load"] = {**loaded, "from_window_start_s": loaded["from"] - begin}
     return found
+
+
+def by_window(pairs: list[tuple[float, float]], begin: float) -> list[list[float]]:
+    """The values of (epoch s, value) pairs in each measured window from `begin`."""
+    windows: list[list[float]] = [[] for _ in range(SHAPE["windows"])]
+    for at, value in pairs:
+        index = int((at - begin) // SHAPE["window"])
+        if 0 <= index < SHAPE["windows"]:
+            windows[index].append(value)
+    return windows
+
+
+class Writeback:
+    """The kernel's memory dirty or under writeback (MB), sampled through a steady phase.
+
+    A commit's flush waits behind the data pages the kernel is writing back: a slow
+    window beside hundreds of megabytes of them has its reason measured (settle)."""
+
+    EVERY = 0.25
+
+    def __init__(self) -> None:
+        self.samples: list[tuple[float, float]] = []
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._done.wait(self.EVERY):
+            if (kb := dirty_kb()) is not None:
+                self.samples.append((time.time(), kb / 1024))
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join()
+
+
+def dirty_kb() -> int | None:
+    """Dirty plus Writeback from /proc/meminfo (Linux), in kB; None elsewhere."""
+    try:
+        lines = Path("/proc/meminfo").read_text().splitlines()
+    except OSError:
+        return None
+    fields = dict(line.split(":", 1) for line in lines)
+    return sum(int(fields[name].split()[0]) for name in ("Dirty", "Writeback"))
 
 
 def serving_scheduler(env: dict, logs: Path, port: int) -> subprocess.Popen:
@@ -271,7 +325,10 @@ def serving_scheduler(env: dict, logs: Path, port: int) -> subprocess.Popen:
 def pruning(keep: int) -> dict:
     """Bounded passes, as the scheduler's timer makes them, turn after turn over the
     schedules, until a whole turn deletes nothing (that turn's time: what pruning costs
-    when there is nothing to prune)."""
+    when there is nothing to prune). Of the turns that deleted, the seconds spent
+    finding each schedule's oldest kept run (retention._oldest_kept, which reads `keep`
+    index entries a schedule) are kept apart: the cost that grows with the retention
+    kept, not with the log."""
     from django.db import connection
 
     from schedules.scheduler import retention
@@ -279,29 +336,52 @@ def pruning(keep: int) -> dict:
     cursor = retention.Cursor()
     now = datetime.now(UTC)
     passes: list[float] = []
-    deleted = 0
+    deleted, finding = 0, 0.0
     while True:
         turn, times = 0, []
-        while True:
-            began = time.perf_counter()
-            turn += retention.prune_pass(keep=keep, max_age_days=None, now=now, cursor=cursor)
-            times.append(time.perf_counter() - began)
-            if cursor.after == 0:  # back at the first schedule
-                break
+        with timed(retention, "_oldest_kept") as spent:
+            while True:
+                began = time.perf_counter()
+                turn += retention.prune_pass(keep=keep, max_age_days=None, now=now, cursor=cursor)
+                times.append(time.perf_counter() - began)
+                if cursor.after == 0:  # back at the first schedule
+                    break
         if not turn:
             break
         deleted += turn
         passes += times
+        finding += spent[0]
     connection.close()
     seconds = sum(passes)
+    per_1000 = 1000 * 1000 / deleted if deleted else None
     return {
         "deleted": deleted,
         "seconds": seconds,
         "passes": len(passes),
         "longest_pass_s": max(passes + times),
         "idle_turn_s": sum(times),
-        "ms_per_1000": 1000 * seconds / deleted * 1000 if deleted else None,
+        "ms_per_1000": seconds * per_1000 if deleted else None,
+        "finding_ms_per_1000": finding * per_1000 if deleted else None,
     }
+
+
+@contextmanager
+def timed(module, name: str) -> Iterator[list[float]]:
+    """Seconds spent in `module.name` while inside, in the list yielded (its one item)."""
+    original, spent = getattr(module, name), [0.0]
+
+    def clocked(*args, **kwargs):
+        began = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            spent[0] += time.perf_counter() - began
+
+    setattr(module, name, clocked)
+    try:
+        yield spent
+    finally:
+        setattr(module, name, original)
 
 
 def requests() -> dict:

@@ -58,7 +58,22 @@ def _describe(db: dict, rate: float) -> str:
         f"{whole(big['ms_per_1000'])} beside {big['rows']:,} (a day at {rate:g} runs/s: {day}), "
         f"longest pass {_longest(db):.2f} s; "
         f"{db['bytes_per_run']:,.0f} bytes a run; slowest of `/health/` and `/metrics` "
-        f"{c['slowest_ms']:.0f} ms"
+        f"{c['slowest_ms']:.0f} ms" + ("" if c["prune"] else _pruning_split(db))
+    )
+
+
+def _pruning_split(db: dict) -> str:
+    """Where pruning's growth went: finding each schedule's oldest kept run (which reads
+    as many index entries as the retention keeps) and deleting the rows beyond it."""
+    small, big = db["pruning_small"], db["pruning_full"]
+    if small.get("finding_ms_per_1000") is None or big.get("finding_ms_per_1000") is None:
+        return ""
+    finding = small["finding_ms_per_1000"], big["finding_ms_per_1000"]
+    deleting = small["ms_per_1000"] - finding[0], big["ms_per_1000"] - finding[1]
+    return (
+        f"; of the cost per 1,000 runs, finding each schedule's oldest kept run took "
+        f"{whole(finding[0])} → {whole(finding[1])} ms (it reads as many index entries as "
+        f"the schedule keeps runs), the rest {whole(deleting[0])} → {whole(deleting[1])} ms"
     )
 
 
@@ -89,6 +104,7 @@ def run_log_section(data: dict) -> str:
                 f"{db['rows']:,} ({db['fill_s']:.0f} s)",
                 f"{db['bytes_per_run']:,.0f}",
                 f"{worst_p99(db['steady_empty'])} → {worst_p99(db['steady_full'])}",
+                _most_writeback(db["steady_full"]),
                 f"{whole(db['pruning_small']['ms_per_1000'])} → "
                 f"{whole(db['pruning_full']['ms_per_1000'])}",
                 f"{_longest(db):.2f}",
@@ -118,13 +134,16 @@ def run_log_section(data: dict) -> str:
         "of SQLite's pages in use after a checkpoint, or of PostgreSQL's run table with its "
         "indexes and TOAST, over the rows added. `/health/` (503 while no scheduler is up, "
         "after the same reads) and `/metrics` (token mode) through Django's whole stack, "
-        "median of 10 after 2 warm-up.\n\n"
+        "median of 10 after 2 warm-up. Writeback: the most memory the kernel held dirty or "
+        "under writeback beside the full log's windows (/proc/meminfo, every 0.25 s): a "
+        "commit's flush waits behind it.\n\n"
         + table(
             [
                 "database",
                 "rows (fill)",
                 "bytes a run",
                 "p99 ms empty → full",
+                "writeback MB, full",
                 "prune ms per 1,000 runs small → full",
                 "longest pass s",
                 "idle turn s",
@@ -140,14 +159,48 @@ def run_log_section(data: dict) -> str:
 def _settled(databases: list[dict]) -> str:
     """How the fill was brought to the state its hours of growth leave (run_log.settle)."""
     seconds = [f"{db['settle_s']:.0f} s on {db['database']}" for db in databases
-               if db.get("settle_s")]  # fmt: skip
+               if "settle_s" in db]  # fmt: skip
     if not seconds:
         return ""
+    checkpointed = any("writeback_mb" in db["steady_full"] for db in databases)
     return (
-        "; then the whole database was vacuumed and analysed ("
+        "; then it settled ("
         + ", ".join(seconds)
-        + "), the work autovacuum spreads over the 28 hours such a log takes to grow, "
-        "left otherwise to the steady phase after a fill of minutes"
+        + "): PostgreSQL's database was vacuumed and analysed"
+        + (
+            ", a checkpoint taken and the system's dirty pages written to disk (`sync`)"
+            if checkpointed
+            else ""
+        )
+        + ", the background work spread over the 28 hours such a log takes to grow, left "
+        "otherwise to the steady phase after a fill of minutes"
+    )
+
+
+def _most_writeback(phase: dict) -> str:
+    found = [mb for mb in phase.get("writeback_mb") or [] if mb is not None]
+    return f"{max(found):,.0f}" if found else "–"
+
+
+def _writeback(db: dict) -> str:
+    """The measured reason a full-log window was slow: the kernel's writeback beside it."""
+    full = db["steady_full"]
+    if not full.get("writeback_mb") or not full.get("p99_by_window_ms"):
+        return ""
+    pairs = [
+        (p99, mb)
+        for p99, mb in zip(full["p99_by_window_ms"], full["writeback_mb"], strict=True)
+        if p99 is not None and mb is not None
+    ]
+    if not pairs:
+        return ""
+    slowest = max(pairs)
+    others = [mb for _, mb in pairs]
+    others.remove(slowest[1])
+    return (
+        f"; its slowest window (p99 {slowest[0]:.1f} ms) beside {slowest[1]:,.0f} MB of "
+        "memory dirty or under writeback"
+        + (f", the others beside at most {max(others):,.0f} MB" if others else "")
     )
 
 
@@ -161,7 +214,7 @@ def run_log_reading(data: dict) -> str:
         misses = [
             name
             for name, ok in (
-                ("lateness changed", c["late"]),
+                ("lateness changed" + _writeback(db), c["late"]),
                 ("pruning cost grew with the log", c["prune"]),
                 (f"a request took {c['slowest_ms']:.0f} ms", c["requests"]),
             )

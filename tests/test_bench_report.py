@@ -971,40 +971,94 @@ def test_the_run_log_target_holds_only_when_every_limit_holds_on_both_databases(
     assert run_log_target(run_log_data(rows=9_000_000))[2] == "**incomplete: not met**"
     assert "(pruning cost grew with the log)" in run_log_reading(run_log_data(full_cost=400.0))
     assert "(all within limits)" in run_log_reading(run_log_data())
-    assert "| PostgreSQL | 10,000,000 (200 s) | 480 | 30.0 → 40.0 | 150 → 200 |" in (
+    assert "| PostgreSQL | 10,000,000 (200 s) | 480 | 30.0 → 40.0 | – | 150 → 200 |" in (
         run_log_section(run_log_data())
     )
 
 
 @pytest.mark.django_db(transaction=True)  # VACUUM cannot run in a transaction
-def test_a_filled_log_settles_on_postgresql_and_is_left_alone_on_sqlite():
+def test_a_filled_log_is_vacuumed_analysed_and_checkpointed_on_postgresql():
     from django.db import connection
     from run_log import settle
 
-    def vacuumed() -> int:
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL's vacuum and checkpoint (SQLite's fill is checkpointed already)")
+
+    def state() -> tuple[int, str]:
         with connection.cursor() as cursor:
             cursor.execute("SELECT vacuum_count + analyze_count FROM pg_stat_user_tables "
                            "WHERE relname = 'schedules_run'")  # fmt: skip
-            return cursor.fetchone()[0]
+            vacuumed = cursor.fetchone()[0]
+            cursor.execute("SELECT checkpoint_lsn - '0/0'::pg_lsn FROM pg_control_checkpoint()")
+            return vacuumed, cursor.fetchone()[0]
 
-    if connection.vendor != "postgresql":
-        assert settle() == 0.0
-        return
-    before = vacuumed()
+    vacuumed, checkpoint = state()
     assert settle() > 0
-    assert vacuumed() == before + 2  # reported as each ends (shared-memory statistics)
+    after = state()
+    assert after[0] == vacuumed + 2  # reported as each ends (shared-memory statistics)
+    assert after[1] > checkpoint  # pg_control is written before CHECKPOINT returns
 
 
-def test_the_run_log_section_says_how_long_the_fill_took_to_settle():
+def test_steady_windows_take_the_values_of_their_own_seconds():
+    from run_log import SHAPE, by_window, dirty_kb
+
+    width = SHAPE["window"]
+    pairs = [(99.0, 1.0), (100.0, 2.0), (100.0 + width - 0.01, 3.0), (100.0 + width, 4.0),
+             (100.0 + SHAPE["windows"] * width, 5.0)]  # fmt: skip
+    windows = by_window(pairs, begin=100.0)
+    assert len(windows) == SHAPE["windows"]
+    assert windows[:2] == [[2.0, 3.0], [4.0]]  # before the first and after the last: dropped
+    assert sum(map(len, windows)) == 3
+    assert dirty_kb() >= 0  # Linux: /proc/meminfo has both lines
+
+
+def test_the_run_log_section_says_how_the_fill_settled():
     from run_log_report import run_log_section
 
     data = run_log_data()
-    assert "vacuumed" not in run_log_section(data)  # results from before the settle step
-    data["databases"][0]["settle_s"] = 0.0  # SQLite: nothing to do, nothing said
+    assert "settled" not in run_log_section(data)  # results from before the settle step
+    data["databases"][0]["settle_s"] = 0.2
     data["databases"][1]["settle_s"] = 41.6
     section = run_log_section(data)
-    assert "then the whole database was vacuumed and analysed (42 s on PostgreSQL)" in section
-    assert "on SQLite" not in section
+    assert (
+        "then it settled (0 s on SQLite, 42 s on PostgreSQL): PostgreSQL's database was "
+        "vacuumed and analysed, the background work" in section
+    )
+    for db in data["databases"]:
+        db["steady_full"]["writeback_mb"] = [3, 12, None]
+    section = run_log_section(data)
+    assert "analysed, a checkpoint taken and the system's dirty pages written to disk" in section
+    assert "| PostgreSQL | 10,000,000 (200 s) | 480 | 30.0 → 40.0 | 12 | 150 → 200 |" in section
+
+
+def test_a_slow_full_log_window_is_read_beside_the_writeback_it_had():
+    from run_log_report import run_log_reading
+
+    data = run_log_data(full=(25.0, 71.0))
+    full = data["databases"][1]["steady_full"]
+    assert "(lateness changed)" in run_log_reading(data)  # results from before the sampling
+    full["p99_by_window_ms"] = [2.1, 71.0, 2.4]
+    full["writeback_mb"] = [70, 368, 7]
+    reading = run_log_reading(data)
+    assert ("(lateness changed; its slowest window (p99 71.0 ms) beside 368 MB of memory "
+            "dirty or under writeback, the others beside at most 70 MB)") in reading  # fmt: skip
+
+
+def test_a_pruning_cost_over_its_bound_is_split_into_finding_and_deleting():
+    from run_log_report import run_log_reading, run_log_target
+
+    data = run_log_data(full_cost=301.0)
+    postgres = data["databases"][1]
+    assert "finding each" not in run_log_target(data)[1]  # results from before the split
+    postgres["pruning_small"]["finding_ms_per_1000"] = 10.0
+    postgres["pruning_full"]["finding_ms_per_1000"] = 120.0
+    split = ("of the cost per 1,000 runs, finding each schedule's oldest kept run took "
+             "10 → 120 ms (it reads as many index entries as the schedule keeps runs), the "
+             "rest 140 → 181 ms")  # fmt: skip
+    assert split in run_log_target(data)[1]
+    assert split in run_log_reading(data)
+    data["databases"][0]["pruning_full"]["finding_ms_per_1000"] = 1.0  # within its bound
+    assert run_log_target(data)[1].count("finding each") == 1
 
 
 def test_a_quick_run_says_the_run_log_is_for_the_full_run():
