@@ -1032,16 +1032,22 @@ def test_the_run_log_section_says_how_the_fill_settled():
 
 
 def test_a_slow_full_log_window_is_read_beside_the_writeback_it_had():
-    from run_log_report import run_log_reading
+    from run_log_report import run_log_reading, run_log_target
 
     data = run_log_data(full=(25.0, 71.0))
     full = data["databases"][1]["steady_full"]
-    assert "(lateness changed)" in run_log_reading(data)  # results from before the sampling
+    assert "writeback" not in run_log_target(data)[1]  # results from before the sampling
     full["p99_by_window_ms"] = [2.1, 71.0, 2.4]
     full["writeback_mb"] = [70, 368, 7]
-    reading = run_log_reading(data)
-    assert ("(lateness changed; its slowest window (p99 71.0 ms) beside 368 MB of memory "
-            "dirty or under writeback, the others beside at most 70 MB)") in reading  # fmt: skip
+    reason = ("; the full log's slowest window (p99 71.0 ms) beside 368 MB of memory dirty or "
+              "under writeback, the others beside at most 70 MB")  # fmt: skip
+    assert reason in run_log_target(data)[1]
+    assert reason in run_log_reading(data)
+    assert "(lateness changed)" in run_log_reading(data)
+    held = run_log_data()
+    held["databases"][1]["steady_full"].update(p99_by_window_ms=[2.1, 40.0, 2.4],
+                                               writeback_mb=[70, 368, 7])  # fmt: skip
+    assert "writeback" not in run_log_target(held)[1]  # within its bound: no reason needed
 
 
 def test_a_pruning_cost_over_its_bound_is_split_into_finding_and_deleting():
