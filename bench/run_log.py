@@ -167,9 +167,10 @@ def settle() -> float:
     ANALYZE of the schedule and tally tables) fell in one window of that phase (p99
     54 ms, 2.0-2.6 ms in the others); so the database is vacuumed and analysed. That
     vacuum rewrites every page it visits, and the kernel then wrote them back during
-    the steady phase: its slowest window (p99 64 ms) beside 368 MB awaiting writeback,
-    the others at most 70 MB (steady's writeback_mb). So a checkpoint and a `sync`
-    follow, as the hours would have written those pages long before. SQLite's fill is
+    the steady phase: its windows beside 368, 368, 70, 7 and 7 MB dirty or under
+    writeback (steady's writeback_mb), one of them at p99 64 ms; with a checkpoint and
+    a `sync` after the vacuum, 1 to 2 MB and 2.4 to 2.8 ms. So they follow it, as the
+    hours would have written those pages long before. SQLite's fill is
     already on disk (database_bytes checkpoints it) and has no such background work.
     """
     from django.db import connection
