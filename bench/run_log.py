@@ -158,6 +158,9 @@ def add_runs(
     return total
 
 
+SETTLE = "vacuum, analyse, checkpoint, sync"  # what settle() does, as the results say
+
+
 def settle() -> float:
     """Seconds to bring a log written in minutes to the state its hours of growth leave.
 
@@ -494,7 +497,8 @@ def main() -> None:
         Path(out).write_text(json.dumps(one_database(name, args.rows), default=str))
         return
     settings = {"rows": args.rows, "schedules": SCHEDULES, "every_s": EVERY, "keep": KEEP,
-                "small_keep": SMALL_KEEP, "shape": SHAPE, "quick": args.quick}  # fmt: skip
+                "small_keep": SMALL_KEEP, "shape": SHAPE, "quick": args.quick,
+                "settle": SETTLE}  # fmt: skip
     if args.quick:
         print("run_log: not run in a quick run (the full run measures it)", flush=True)
         write_results(args.json, "run_log", {**settings, "measured": False}, {})

@@ -127,7 +127,7 @@ def run_log_section(data: dict) -> str:
         f"warm-up, inside the task, with an empty log and then with the full one. The log is "
         f"filled with finished runs, {settings['keep']:,} per schedule (the default "
         "retention), by the database itself (INSERT … SELECT over a series)"
-        f"{_settled(data['databases'])}. Pruning: the "
+        f"{_settled(data['databases'], settings)}. Pruning: the "
         "scheduler's bounded passes (200 schedules, 5,000 rows at most each) until a turn over "
         f"the schedules finds nothing, deleting 10 runs per schedule beyond the "
         f"{settings['small_keep']} kept of a small log, then beyond the {settings['keep']:,} "
@@ -158,13 +158,13 @@ def run_log_section(data: dict) -> str:
     )
 
 
-def _settled(databases: list[dict]) -> str:
+def _settled(databases: list[dict], settings: dict) -> str:
     """How the fill was brought to the state its hours of growth leave (run_log.settle)."""
     seconds = [f"{db['settle_s']:.0f} s on {db['database']}" for db in databases
                if "settle_s" in db]  # fmt: skip
     if not seconds:
         return ""
-    checkpointed = any("writeback_mb" in db["steady_full"] for db in databases)
+    checkpointed = "checkpoint" in settings.get("settle", "")  # results from before: no
     return (
         "; then it settled ("
         + ", ".join(seconds)

@@ -1026,6 +1026,8 @@ def test_the_run_log_section_says_how_the_fill_settled():
     )
     for db in data["databases"]:
         db["steady_full"]["writeback_mb"] = [3, 12, None]
+    assert "a checkpoint taken" not in run_log_section(data)
+    data["settings"]["settle"] = "vacuum, analyse, checkpoint, sync"
     section = run_log_section(data)
     assert "analysed, a checkpoint taken and the system's dirty pages written to disk" in section
     assert "| PostgreSQL | 10,000,000 (200 s) | 480 | 30.0 → 40.0 | 12 | 150 → 200 |" in section
