@@ -279,7 +279,11 @@ class IncidentAdmin(admin.ModelAdmin):
 class NotificationAdmin(admin.ModelAdmin):
     """The outbox and its delivery log (the channel's URL is not part of the record)."""
 
-    list_display = ["pk", "event", "channel_label", "status", "attempts", "created_at", "sent_at"]
+    list_display = [
+        "pk", "event", "channel_label", "status", "size", "attempts", "created_at", "sent_at",
+    ]  # fmt: skip
     list_filter = ["status", "event"]
     exclude = ["env_url"]  # it may carry a webhook secret
-    readonly_fields = ["incident", "channel", "payload", "claimed_by", "claimed_at", "answer"]
+    readonly_fields = [
+        "incident", "channel", "payload", "claimed_by", "claimed_at", "answer", "group", "size",
+    ]  # fmt: skip

@@ -103,6 +103,10 @@ DEFAULTS: dict[str, Any] = {
     "SILLO_NOTIFY_MAILER": "default",
     # A notification claimed by a deliverer that died is retried after this.
     "SILLO_NOTIFY_LEASE": 300.0,
+    # A channel with this many notifications of one event waiting gets one summary of
+    # them (0: never); after a summary, that event waits this long for the next one.
+    "SILLO_NOTIFY_GROUP_AT": 5,
+    "SILLO_NOTIFY_GROUP_INTERVAL": 60.0,
     # How often each scheduler looks for late slots, stuck runs and due probes.
     "SILLO_ALERT_CHECK_INTERVAL": 10.0,
     # Schedules exported with their own `schedule` label in /metrics; the rest sum into "_other".

@@ -13,6 +13,7 @@ INSTALLED_APPS += [app for app in os.environ.get("SILLO_EXTRA_APPS", "").split("
 for _name in (
     "SILLO_STALE_AFTER", "SILLO_HEARTBEAT_INTERVAL", "SILLO_RESYNC_INTERVAL",
     "SILLO_ALERT_CHECK_INTERVAL", "SILLO_NOTIFY_POLL", "SILLO_NOTIFY_RETRY_DELAY",
+    "SILLO_NOTIFY_GROUP_INTERVAL",
 ):  # fmt: skip
     if os.environ.get(_name):
         globals()[_name] = float(os.environ[_name])

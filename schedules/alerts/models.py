@@ -125,10 +125,16 @@ class NotificationStatus(models.TextChoices):
     SENDING = "sending"
     SENT = "sent"
     FAILED = "failed"
+    # Carried by a summary (`group`) with others of its event and channel: not sent itself.
+    GROUPED = "grouped"
 
 
 class Notification(models.Model):
-    """The outbox: one notification of one incident event to one channel, and its log."""
+    """The outbox: one notification of one incident event to one channel, and its log.
+
+    A summary (`size` > 0, no incident) carries many notifications of one event to
+    one channel at once; each of them is `grouped` and points to it (notify/grouping.py).
+    """
 
     incident = models.ForeignKey(
         Incident, null=True, blank=True, on_delete=models.CASCADE, related_name="notifications"
@@ -152,6 +158,11 @@ class Notification(models.Model):
     sent_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True)
     answer = models.TextField(blank=True, help_text="what the channel answered")
+    group = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="members",
+        help_text="the summary that carried this notification",
+    )  # fmt: skip
+    size = models.PositiveIntegerField(default=0, help_text="notifications this summary carries")
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -167,6 +178,10 @@ class Notification(models.Model):
                 fields=["claimed_at"],
                 name="notification_sending_idx",
                 condition=Q(status="sending"),
+            ),
+            # The summaries of the last interval, which hold back their channel's event.
+            models.Index(
+                fields=["created_at"], name="notification_summary_idx", condition=Q(size__gt=0)
             ),
         ]
         constraints = [

@@ -21,7 +21,8 @@ def incidents_of(schedule: Schedule, limit: int = 10) -> list[Incident]:
 
 
 def delivery_summary() -> list[dict]:
-    """Per channel: sent, failed and retrying (pending after a failed attempt) counts."""
+    """Per channel: sent, failed and retrying (pending after a failed attempt) counts, and
+    how many went in summaries (a summary counts once, under its own status)."""
     retrying = Q(status=NotificationStatus.PENDING, attempts__gt=0) | Q(
         status=NotificationStatus.SENDING
     )
@@ -32,12 +33,12 @@ def delivery_summary() -> list[dict]:
             failed=Count("pk", filter=Q(status=NotificationStatus.FAILED)),
             retrying=Count("pk", filter=retrying),
             waiting=Count("pk", filter=Q(status=NotificationStatus.PENDING, attempts=0)),
+            grouped=Count("pk", filter=Q(status=NotificationStatus.GROUPED)),
         )
         .order_by("channel_label")
     )
 
 
 def delivery_log(limit: int = 50) -> list[Notification]:
-    return list(
-        Notification.objects.select_related("incident").order_by("-created_at", "-pk")[:limit]
-    )
+    rows = Notification.objects.select_related("incident", "group")
+    return list(rows.order_by("-created_at", "-pk")[:limit])

@@ -13,10 +13,11 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import F
+from django.db.models import F, Q
 
 from ..alerts.models import Channel, Incident, Notification, NotificationStatus
 from ..conf import setting
+from . import grouping
 from .targets import InvalidChannel, Target, env_targets, parse
 
 PENDING, SENDING = NotificationStatus.PENDING, NotificationStatus.SENDING
@@ -72,19 +73,25 @@ def target_of(notification: Notification) -> Target | None:
 
 
 def claim(*, now: datetime, instance_id: str, limit: int) -> list[Notification]:
-    """Pending notifications whose time has come, each won by one process."""
+    """Pending notifications whose time has come, each won by one process: summaries of
+    crowds first (grouping.py), then single ones of the events no summary holds back."""
     lease = now - timedelta(seconds=setting("SILLO_NOTIFY_LEASE"))
     # A deliverer that died mid-send: its claim expires and the notification is retried.
     # Read first: on SQLite an UPDATE takes the write lock even when it matches nothing.
     expired = Notification.objects.filter(status=SENDING, claimed_at__lt=lease)
     if expired.exists():
         expired.update(status=PENDING)
+    summaries, held = grouping.gather(now=now, instance_id=instance_id, limit=limit)
+    pending = Notification.objects.filter(status=PENDING, next_attempt_at__lte=now)
+    for key in held:
+        # A summary's own retries are not held back: only what waits to be grouped.
+        pending = pending.exclude(grouping.matching(key) & Q(size=0))
     ids = list(
-        Notification.objects.filter(status=PENDING, next_attempt_at__lte=now)
-        .order_by("next_attempt_at", "pk")
-        .values_list("pk", flat=True)[:limit]
+        pending.order_by("next_attempt_at", "pk").values_list("pk", flat=True)[
+            : limit - len(summaries)
+        ]
     )
-    won = []
+    won = [summary.pk for summary in summaries]
     for pk in ids:
         mine = Notification.objects.filter(pk=pk, status=PENDING).update(
             status=SENDING, claimed_by=instance_id, claimed_at=now, attempts=F("attempts") + 1

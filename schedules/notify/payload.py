@@ -14,6 +14,7 @@ from django.urls import NoReverseMatch, reverse
 from ..conf import setting
 
 ERROR_MAX_CHARS = 1000
+SUMMARY_ERROR_CHARS = 120  # of each member's error, in a summary's text
 TITLES = {
     "failed": "{schedule} is failing",
     "recovered": "{schedule} recovered",
@@ -22,19 +23,31 @@ TITLES = {
     "auto_paused": "{schedule} was auto-paused",
     "test": "Test notification from Sillo Dash",
 }
+# A summary's title, by the event its members share.
+SUMMARY_TITLES = {
+    "failed": "{size} schedules are failing",
+    "recovered": "{size} schedules recovered",
+    "late": "{size} schedules are late",
+    "stuck": "{size} schedules have a stuck run",
+    "auto_paused": "{size} schedules were auto-paused",
+}
 
 
 def absolute_url(schedule_id: int | None, run_id: int | None = None) -> str:
+    if schedule_id:
+        return _absolute("schedules:schedule-detail", schedule_id) + (
+            f"#run-{run_id}" if run_id else ""
+        )
+    return _absolute("schedules:home")
+
+
+def _absolute(name: str, *args: Any) -> str:
     base = setting("SILLO_BASE_URL").rstrip("/")
     try:
-        path = (
-            reverse("schedules:schedule-detail", args=[schedule_id])
-            if schedule_id
-            else reverse("schedules:home")
-        )
+        path = reverse(name, args=args)
     except NoReverseMatch:
         path = "/"
-    return f"{base}{path}" + (f"#run-{run_id}" if run_id else "")
+    return f"{base}{path}"
 
 
 def run_document(run: Any | None) -> dict[str, Any] | None:
@@ -77,7 +90,43 @@ def build(
     }
 
 
+def summary(
+    *, event: str, members: list[dict[str, Any]], size: int, at: datetime
+) -> dict[str, Any]:
+    """The payload of a summary of `size` notifications of `event` (notify/grouping.py):
+    the fields of a single one, with `group` naming the first `members`."""
+    lines = [_member_line(m) for m in members]
+    if size > len(members):
+        lines.append(f"and {size - len(members)} more")
+    return {
+        "event": event,
+        "schedule": "",
+        "task": "",
+        "run": None,
+        "url": _absolute("schedules:incident-list"),
+        "at": at.isoformat(),
+        "text": "\n".join(lines),
+        "incident": None,
+        "group": {"size": size, "schedules": [m.get("schedule") or "" for m in members]},
+    }
+
+
+def _member_line(member: dict[str, Any]) -> str:
+    line = f"{member.get('schedule') or '-'}: {member.get('text') or member['event']}"
+    error = ((member.get("run") or {}).get("error") or "").strip().splitlines()
+    if not error:
+        return line
+    raised = error[-1]  # a traceback's last line says what was raised
+    if len(raised) > SUMMARY_ERROR_CHARS:
+        raised = raised[: SUMMARY_ERROR_CHARS - 1] + "…"
+    return f"{line} ({raised})"
+
+
 def title_of(payload: dict[str, Any]) -> str:
+    group = payload.get("group")
+    if group:
+        template = SUMMARY_TITLES.get(payload["event"], "{size} notifications: {event}")
+        return template.format(size=group["size"], event=payload["event"])
     return TITLES.get(payload["event"], "{schedule}: {event}").format(
         schedule=payload.get("schedule") or "-", event=payload["event"]
     )
@@ -92,7 +141,9 @@ def body_of(payload: dict[str, Any]) -> str:
         lines.append(f"Run {run['id']}: {run['status']} (attempt {run['attempt']})")
         if run.get("error"):
             lines.append(run["error"])
-    lines += [f"Task: {payload.get('task') or '-'}", f"At: {payload['at']}", payload["url"]]
+    if not payload.get("group"):
+        lines.append(f"Task: {payload.get('task') or '-'}")
+    lines += [f"At: {payload['at']}", payload["url"]]
     return "\n".join(lines)
 
 

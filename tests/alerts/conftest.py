@@ -8,6 +8,16 @@ from asgiref.sync import sync_to_async
 from schedules.models import Channel, Incident, IncidentEvent, Notification
 from tests.scheduler.conftest import clock, scheduler  # noqa: F401  (the scheduler's fixtures)
 
+from .receiver import Receiver
+
+
+@pytest.fixture
+def receiver():
+    """A real local HTTP server that records what webhooks POST to it."""
+    receiver = Receiver()
+    yield receiver
+    receiver.close()
+
 
 @pytest.fixture
 def channel(transactional_db) -> Channel:

@@ -16,15 +16,6 @@ from schedules.notify import outbox, payload
 from schedules.scheduler.alerting import Alerting
 from tests.factories import FakeClock
 
-from .receiver import Receiver
-
-
-@pytest.fixture
-def receiver():
-    receiver = Receiver()
-    yield receiver
-    receiver.close()
-
 
 @pytest.fixture
 def clock() -> FakeClock:
@@ -108,8 +99,9 @@ async def test_a_refusing_receiver_is_retried_with_backoff_then_failed(
 
 
 async def test_two_deliverers_send_each_notification_once(
-    transactional_db, receiver, clock
+    transactional_db, receiver, clock, settings
 ) -> None:
+    settings.SILLO_NOTIFY_GROUP_AT = 0  # each on its own (summaries: test_grouping.py)
     await sync_to_async(Channel.objects.create)(name="hook", kind="webhook", url=receiver.url)
     for _ in range(10):
         await sync_to_async(write)()

@@ -71,6 +71,31 @@ def test_an_incident_page_shows_its_timeline(client, viewer, incident) -> None:
     assert "1 final failure in a row" in response.content.decode()
 
 
+def test_the_delivery_log_shows_a_summary_and_what_it_carried(client, viewer, incident) -> None:
+    member = incident.notifications.get()
+    summary = Notification.objects.create(
+        channel_label="ops hook",
+        event="failed",
+        payload={},
+        status="sent",
+        attempts=1,
+        size=12,
+        answer="HTTP 200 thanks",
+        created_at=timezone.now(),
+        next_attempt_at=timezone.now(),
+    )
+    Notification.objects.filter(pk=member.pk).update(status="grouped", group=summary)
+    client.force_login(viewer)
+
+    incidents_page = client.get("/incidents/").content.decode()
+    assert "summary of 12" in incidents_page
+    assert f"in summary #{summary.pk} (sent)" in incidents_page
+    rows = incidents_page.split('data-testid="delivery-summary"')[1].split("</table>")[0]
+    assert "<th" in rows and "In summaries" in rows
+    incident_page = client.get(f"/incidents/{incident.pk}/").content.decode()
+    assert f"in summary #{summary.pk} (sent)" in incident_page
+
+
 def test_incidents_need_the_view_permission(client, stranger, incident) -> None:
     client.force_login(stranger)
     assert client.get("/incidents/").status_code == 403

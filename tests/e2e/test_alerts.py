@@ -194,6 +194,44 @@ def test_the_late_check_fires_when_the_only_scheduler_is_killed_and_another_star
         receiver.close()
 
 
+def test_a_scheduler_back_from_a_day_down_sends_one_summary_of_its_late_schedules(
+    site,
+) -> None:
+    receiver = Receiver()
+    try:
+        site.env.update(FAST, SILLO_NOTIFY=f"{receiver.url}/hook", SILLO_NOTIFY_GROUP_INTERVAL="2")
+        every_minute = {"kind": "interval", "every": 60}
+        site.schedules(
+            [(f"behind{i}", "test.echo", every_minute, {"misfire_grace": 5}) for i in range(40)]
+        )
+        site.python(  # as after a day with no scheduler running
+            "from datetime import timedelta\n"
+            "from django.utils import timezone\n"
+            "from schedules.models import Schedule\n"
+            "Schedule.objects.filter(code__startswith='behind')"
+            ".update(next_run_at=timezone.now() - timedelta(days=1))\n"
+        )
+        scheduler = site.start()
+        site.wait_for(
+            "SELECT 1 WHERE (SELECT COUNT(*) FROM schedules_incident "
+            "WHERE kind='late' AND closed_at IS NULL) = 40"
+        )
+        wait_until(lambda: receiver.requests, what="a notification", site=site)
+        time.sleep(3)  # past the interval: anything held back has gone out by now
+        late = [r["json"] for r in receiver.requests if r["json"]["event"] == "late"]
+        assert len(late) == 1, [document["text"] for document in late]
+        assert late[0]["group"]["size"] == 40
+        assert late[0]["text"].splitlines()[-1] == "and 20 more"
+        grouped = site.query(
+            "SELECT COUNT(*), COUNT(DISTINCT group_id) FROM schedules_notification "
+            "WHERE status='grouped'"
+        )
+        assert grouped == [(40, 1)]
+        assert site.stop(scheduler) == 0
+    finally:
+        receiver.close()
+
+
 def test_the_circuit_breaker_pauses_after_n_failures(site) -> None:
     receiver = Receiver()
     try:

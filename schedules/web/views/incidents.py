@@ -37,6 +37,6 @@ def incident_detail(request: HttpRequest, pk: int) -> HttpResponse:
     context = {
         "incident": incident,
         "events": list(incident.events.all()),
-        "notifications": list(incident.notifications.order_by("pk")),
+        "notifications": list(incident.notifications.select_related("group").order_by("pk")),
     }
     return TemplateResponse(request, "schedules/incident.html", context)
