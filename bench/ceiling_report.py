@@ -168,13 +168,7 @@ def ceiling_reading(data: dict) -> str:
         figures = ", ".join(
             f"{n}: {rate(knees[n]['rate']) if knees[n] else 'none'}" for n in ordered
         )
-        one, most = knees[ordered[0]], knees[ordered[-1]]
-        # None held nothing: any rate the most schedulers held is higher.
-        raised = most is not None and (one is None or most["rate"] > one["rate"])
-        text += (
-            f" On {database}, more schedulers {'raised' if raised else 'did not raise'} the "
-            f"knee (schedulers: runs/s held, {figures})"
-        )
+        text += f" On {database}, {_raised(knees, ordered)} (schedulers: runs/s held, {figures})"
         busy = [knee(c["steps"])[1] for c in data["configs"] if c["database"] == database]
         saturated = [step for step in busy if step and step["cpu_busy"] >= BUSY]
         over = [step for step in busy if step]
@@ -191,6 +185,26 @@ def ceiling_reading(data: dict) -> str:
             )
         text += "."
     return text
+
+
+def _raised(knees: dict, ordered: list[int]) -> str:
+    """Whether each larger number of schedulers held a higher rate than one scheduler."""
+    one = knees[ordered[0]]
+    # None held nothing: any rate another number of schedulers held is higher.
+    higher = [
+        n
+        for n in ordered[1:]
+        if knees[n] is not None and (one is None or knees[n]["rate"] > one["rate"])
+    ]
+    lower = [n for n in ordered[1:] if n not in higher]
+    if not lower:
+        return "more schedulers raised the knee"
+    if not higher:
+        return "more schedulers did not raise the knee"
+    return (
+        f"{' and '.join(map(str, higher))} schedulers raised the knee, "
+        f"{' and '.join(map(str, lower))} did not"
+    )
 
 
 def plot_ceiling(data: dict, path: Path) -> None:

@@ -805,6 +805,14 @@ def test_the_ceiling_reading_says_whether_more_schedulers_raised_it_and_what_lim
     ]
     assert "On PostgreSQL, more schedulers raised the knee (schedulers: runs/s held, 1: none, " \
         "4: 50)" in ceiling_reading(ceiling_data(*none_then_some))  # fmt: skip
+    # Two held more than one, four less (SQLite at e0d5d1e): said as measured.
+    mixed = [
+        ceiling_config("SQLite", 1, (400, 10.0, 800)),
+        ceiling_config("SQLite", 2, (400, 10.0, 800), (800, 10.0, 1600)),
+        ceiling_config("SQLite", 4, (200, 10.0, 400)),
+    ]
+    assert "On SQLite, 2 schedulers raised the knee, 4 did not (schedulers: runs/s held, " \
+        "1: 400, 2: 800, 4: 200)" in ceiling_reading(ceiling_data(*mixed))  # fmt: skip
 
 
 def test_the_ramp_doubles_until_a_step_fails_or_halves_until_one_holds(monkeypatch):
