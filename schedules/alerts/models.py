@@ -193,6 +193,14 @@ class Notification(models.Model):
     def __str__(self) -> str:
         return f"{self.event} to {self.channel_label} ({self.status})"
 
+    @property
+    def shown_status(self) -> str:
+        """The status as the delivery log words it: a pending one that failed before is
+        retrying."""
+        if self.status == NotificationStatus.PENDING and self.attempts:
+            return "retrying"
+        return self.status
+
 
 class RunCounter(models.Model):
     """Monotonic run counters and histogram buckets per schedule code, for /metrics.

@@ -94,6 +94,9 @@ def test_the_delivery_log_shows_a_summary_and_what_it_carried(client, viewer, in
     assert "<th" in rows and "In summaries" in rows
     incident_page = client.get(f"/incidents/{incident.pk}/").content.decode()
     assert f"in summary #{summary.pk} (sent)" in incident_page
+    Notification.objects.filter(pk=summary.pk).update(status="pending")  # refused once
+    incident_page = client.get(f"/incidents/{incident.pk}/").content.decode()
+    assert f"in summary #{summary.pk} (retrying)" in incident_page
 
 
 def test_incidents_need_the_view_permission(client, stranger, incident) -> None:
