@@ -86,7 +86,9 @@ def alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as stat:
             return stat.read().split(")")[-1].split()[0] != "Z"
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):
+        # Reaped meanwhile: before the open (no such file) or between the open and the
+        # read (the kernel answers the read with ESRCH).
         return False
 
 
