@@ -216,8 +216,12 @@ def test_a_scheduler_back_from_a_day_down_sends_one_summary_of_its_late_schedule
             "SELECT 1 WHERE (SELECT COUNT(*) FROM schedules_incident "
             "WHERE kind='late' AND closed_at IS NULL) = 40"
         )
-        wait_until(lambda: receiver.requests, what="a notification", site=site)
-        time.sleep(3)  # past the interval: anything held back has gone out by now
+        # Delivered, and nothing left to deliver: no further message can follow.
+        site.wait_for(
+            "SELECT 1 WHERE EXISTS (SELECT 1 FROM schedules_notification "
+            "WHERE size > 0 AND status = 'sent') AND NOT EXISTS (SELECT 1 FROM "
+            "schedules_notification WHERE status IN ('pending', 'sending'))"
+        )
         late = [r["json"] for r in receiver.requests if r["json"]["event"] == "late"]
         assert len(late) == 1, [document["text"] for document in late]
         assert late[0]["group"]["size"] == 40
