@@ -53,9 +53,7 @@ def _absolute(name: str, *args: Any) -> str:
 def run_document(run: Any | None) -> dict[str, Any] | None:
     if run is None:
         return None
-    error = run.error or ""
-    if len(error) > ERROR_MAX_CHARS:
-        error = error[: ERROR_MAX_CHARS - 1] + "…"
+    error = _clipped(run.error or "", ERROR_MAX_CHARS)
     return {
         "id": run.pk,
         "status": run.status,
@@ -117,9 +115,11 @@ def _member_line(member: dict[str, Any]) -> str:
     if not error:
         return line
     raised = error[-1]  # a traceback's last line says what was raised
-    if len(raised) > SUMMARY_ERROR_CHARS:
-        raised = raised[: SUMMARY_ERROR_CHARS - 1] + "…"
-    return f"{line} ({raised})"
+    return f"{line} ({_clipped(raised, SUMMARY_ERROR_CHARS)})"
+
+
+def _clipped(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def title_of(payload: dict[str, Any]) -> str:
