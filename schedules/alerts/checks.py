@@ -82,22 +82,23 @@ def after_claims(
         lateness = (now - slot).total_seconds()
         if lateness <= schedule.misfire_grace and schedule.pk not in open_late:
             continue  # the common case: on time and nothing open; no rules to read
-        grace = late_grace(schedule, rules_for(schedule, tasks))
+        # Read once: a restart's catch-up makes this check for every schedule.
+        rules = rules_for(schedule, tasks)
+        grace = late_grace(schedule, rules)
         if lateness > grace and schedule.pk not in open_late:
-            changes.append((schedule, slot, grace, True))
+            changes.append((schedule, slot, rules, True))
         elif lateness <= grace and schedule.pk in open_late:
-            changes.append((schedule, slot, grace, False))
+            changes.append((schedule, slot, rules, False))
     if not changes:
         return
     # The claim locked and read these schedules: the edge need not read them again.
     locked = [schedule for schedule, *_ in changes]
     with Edge([s.pk for s in locked], now=now, tasks=tasks, locked=locked) as edge:
-        for schedule, slot, grace, missed in changes:
+        for schedule, slot, rules, missed in changes:
             state = edge.states[schedule.pk]
             if missed:
-                step = machine.slot_missed(
-                    state, edge.rules(schedule.pk), slot=slot, grace=grace, now=now
-                )
+                grace = late_grace(schedule, rules)
+                step = machine.slot_missed(state, rules, slot=slot, grace=grace, now=now)
             else:
                 step = machine.slot_on_time(state, slot=slot, now=now)
             edge.apply(schedule.pk, step)

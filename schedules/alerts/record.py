@@ -16,7 +16,7 @@ from typing import Any
 from django.db import IntegrityError, connection, transaction
 
 from .. import counters
-from ..bulk import insert_rows
+from ..bulk import insert_rows, unsaved
 from ..choices import ERROR_OUTCOMES, RunStatus, ScheduleStatus
 from ..models import Run, Schedule
 from ..notify import outbox, payload
@@ -125,7 +125,8 @@ class Edge:
             schedule.status = ScheduleStatus.ACTIVE
             return
         if isinstance(action, machine.Open):
-            incident = Incident(
+            incident = unsaved(
+                Incident,
                 schedule_id=schedule.pk,
                 schedule_code=schedule.code,
                 task_name=schedule.task_name,
@@ -151,7 +152,8 @@ class Edge:
                 if incident.pk is not None:
                     self._notified[incident.pk] = incident
         self._events.append(
-            IncidentEvent(
+            unsaved(
+                IncidentEvent,
                 incident=incident,
                 at=self.now,
                 event=action.event,

@@ -9,7 +9,7 @@ from django.contrib.auth.models import User
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from schedules.bulk import insert_rows
+from schedules.bulk import insert_rows, unsaved
 from schedules.models import Run, RunReason, RunStatus
 from schedules.scheduler.records import new_run
 from tests.factories import T0, every, make_schedule
@@ -95,3 +95,35 @@ def test_a_row_whose_related_row_was_never_saved_is_refused_not_stored_unlinked(
     with pytest.raises(ValueError, match="incident of a new IncidentEvent is not saved"):
         insert_rows([IncidentEvent(incident=unsaved, at=T0, event="late")])
     assert not IncidentEvent.objects.exists()
+
+
+def test_instances_built_from_one_blank_share_no_state() -> None:
+    """`unsaved` copies a blank instance: each copy has its own values and model state,
+    and a field whose default is computed (a time, a dict) must be given, or every copy
+    would carry the blank's."""
+    schedule = make_schedule("s", "test.echo", every(60))
+    first, second = (
+        unsaved(
+            Run,
+            schedule=schedule,
+            schedule_code="s",
+            task_name="test.echo",
+            reason=RunReason.MANUAL,
+            kwargs={"n": n},
+            queued_at=T0,
+            not_before=T0,
+        )
+        for n in (1, 2)
+    )
+    first.kwargs["n"] = 10
+    first.status = RunStatus.RUNNING
+    insert_rows([first])
+    assert (second.kwargs, second.status, second.pk, second._state.adding) == (
+        {"n": 2},
+        RunStatus.QUEUED,
+        None,
+        True,
+    )
+    assert second.schedule is schedule and second.schedule_id == schedule.pk
+    with pytest.raises(TypeError, match="needs a value for kwargs, not_before, queued_at"):
+        unsaved(Run, schedule=schedule)
