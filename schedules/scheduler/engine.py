@@ -20,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
 
-from django.db import connection, connections
+from django.db import connections
 
 from .. import services
 from ..conf import setting
@@ -94,7 +94,6 @@ class Scheduler:
         self._db_pool = ThreadPoolExecutor(
             max_workers=1, thread_name_prefix="sillo-db", initializer=leave_to_the_checkpointer
         )
-        self._outcome_pool = _outcome_thread()
         self.checkpointer = Checkpointer()
         self.pruner = Pruner()
         self._wake = asyncio.Event()
@@ -114,9 +113,7 @@ class Scheduler:
         # a run counts against the pool before its task has reached `acquire`.
         self._worker_runs: set[int] = set()
         self._last: dict[str, float] = {}  # step -> monotonic time it last ran
-        self.recorder = OutcomeRecorder(
-            db=self.db_outcomes, clock=self.clock, gather=self.runs_wait
-        )
+        self.recorder = OutcomeRecorder(db=self.db, clock=self.clock, gather=self.runs_wait)
         self.executor.worker_taken = self.gathering_may_end
         self.hooks = Hooks()
         self.announcer = Announcer()
@@ -145,14 +142,6 @@ class Scheduler:
     async def db(self, fn: Callable[..., Any], **kwargs: Any) -> Any:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._db_pool, partial(db_call, fn, kwargs))
-
-    async def db_outcomes(self, fn: Callable[..., Any], **kwargs: Any) -> Any:
-        """Outcome writes: on their own thread where the database has one (see
-        _outcome_thread), else on the database thread with the claims."""
-        if self._outcome_pool is None:
-            return await self.db(fn, **kwargs)
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._outcome_pool, partial(db_call, fn, kwargs))
 
     def wake(self) -> None:
         self._wake.set()
@@ -295,9 +284,8 @@ class Scheduler:
         self.hooks.shutdown()
         await self.pruner.close()
         await self.checkpointer.close()
-        for pool in filter(None, (self._db_pool, self._outcome_pool)):
-            pool.submit(connections.close_all)
-            pool.shutdown(wait=True)
+        self._db_pool.submit(connections.close_all)
+        self._db_pool.shutdown(wait=True)
         logger.info("scheduler %s stopped", self.instance_id)
 
     # -------------------------------------------------------------- one pass
@@ -725,18 +713,6 @@ class Scheduler:
                 # A worker's own loop claims nothing: tell the schedulers (a lost hint
                 # costs one poll interval; enqueued follow-ups are already on the pool).
                 await self.db(wake_schedulers)
-
-
-def _outcome_thread() -> ThreadPoolExecutor | None:
-    """A thread of its own for outcome writes on a database that takes writes side by
-    side (PostgreSQL): a claim no longer waits behind a batch of outcomes being
-    committed, nor they behind it. The two take the rows they share as two schedulers
-    on one database do (a write that fails is tried again: the next pass, the
-    recorder's pause). SQLite takes one writer at a time whatever the threads: a
-    second would only wait for the lock."""
-    if connection.vendor == "sqlite":
-        return None
-    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="sillo-outcomes")
 
 
 async def _wait_for(clock: Clock, instant: datetime) -> None:

@@ -4,10 +4,9 @@ Each finished run waits for its own outcome to be written; a database
 hiccup is retried after a pause on the scheduler's clock. While runs wait
 for a worker (held by the scheduler, held.py, or launched and in the worker
 pool's line), outcomes gather for GATHER seconds (or until no run waits):
-starting the waiting runs comes first on the scheduler's event loop and its
-database (SQLite has one writer at a time; on PostgreSQL outcomes are written
-on a thread of their own, engine.py), and a burst's outcomes are written once
-it has started, in one large batch instead of many small ones.
+starting the waiting runs comes first on the scheduler's one database thread
+and its event loop, and a burst's outcomes are written once it has started,
+in one large batch instead of many small ones.
 A run's `finished_at` is when its body ended, not when its outcome was
 written; until then it still reads `running` to other processes (what that
 allows is in docs/scheduler.md).

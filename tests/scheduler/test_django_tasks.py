@@ -127,11 +127,10 @@ def test_a_retry_goes_to_the_same_queue_later(pool, clean_registry) -> None:
     assert first.status == RunStatus.FAILED
     retry = Run.objects.get(attempt=2)
     assert (retry.status, retry.dispatch) == (RunStatus.QUEUED, "enqueue")
-    # The worker recorded the outcome and enqueued the retry on the thread it writes
-    # outcomes on, where its backend instance lives (backends are per thread).
+    # The worker recorded the outcome and enqueued the retry on its own database thread,
+    # where its backend instance lives (backends are per thread).
     runtime = worker_runtime()
-    results = runtime.scheduler.db_outcomes(lambda: list(task_backends["pool"].results))
-    (later,) = runtime._call(results)
+    (later,) = runtime._call(runtime.scheduler.db(lambda: list(task_backends["pool"].results)))
     assert later.args == [retry.pk]
     assert (later.task.queue_name, later.task.priority) == ("reports", -5)
     assert (later.task.run_after - retry.queued_at).total_seconds() >= 29
