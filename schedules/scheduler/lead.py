@@ -11,7 +11,7 @@ So the loop looks at the slots due soon and works out when claiming must begin
 for each of them to be claimed by its instant, at the claims' measured cost per
 slot. Where that is earlier than the usual lead, a crowd is coming: claiming
 starts then, and takes every slot up to the crowd's instant. A steady load's
-slots, each claimed in a pass of its own, never make a crowd.
+slots, a lead's worth claimed a pass, never make a crowd.
 """
 
 from __future__ import annotations
