@@ -23,13 +23,17 @@ def unsaved[M: Model](model: type[M], **values: Any) -> M:
     here), and `copy.copy` of a blank goes through pickling's protocol (10 µs a run);
     taking a blank instance's attributes costs 3 to 4 µs, and a restart builds three
     rows for every schedule. A field whose default is computed (a time, a dict) must be
-    given, or every copy would share the blank's value; as for any copy, Django
-    sends no pre_init/post_init signal.
+    given, or every copy would share the blank's value; a name that is no field is
+    refused, as Model(**values) refuses it. As for any copy, Django sends no
+    pre_init/post_init signal.
     """
-    blank, computed = _blank(model)
-    if not computed <= values.keys():
+    blank, computed, known = _blank(model)
+    if not computed <= values.keys() or not values.keys() <= known:
         missing = ", ".join(sorted(computed - values.keys()))
-        raise TypeError(f"unsaved({model.__name__}) needs a value for {missing}")
+        unknown = ", ".join(sorted(values.keys() - known))
+        raise TypeError(
+            f"unsaved({model.__name__}): needs {missing or '-'}; unknown {unknown or '-'}"
+        )
     instance = model.__new__(model)
     instance.__dict__.update(blank.__dict__)
     instance._state = ModelState()
@@ -39,13 +43,13 @@ def unsaved[M: Model](model: type[M], **values: Any) -> M:
 
 
 @cache
-def _blank(model: type[Model]) -> tuple[Model, frozenset[str]]:
-    computed = frozenset(
-        field.name
-        for field in model._meta.concrete_fields
-        if field.has_default() and callable(field.default)
-    )
-    return model(), computed
+def _blank(model: type[Model]) -> tuple[Model, frozenset[str], frozenset[str]]:
+    """A blank instance; the fields it must be given; the names it may be given (as
+    Model(**values) takes them: a field's name, or its column's attribute)."""
+    fields = model._meta.concrete_fields
+    computed = frozenset(f.name for f in fields if f.has_default() and callable(f.default))
+    known = frozenset(name for f in fields for name in (f.name, f.attname))
+    return model(), computed, known
 
 
 def locked_or_skipped(rows: models.QuerySet) -> models.QuerySet:
@@ -166,7 +170,7 @@ def _take_related_keys(rows: Sequence[Model], relations: list[models.Field]) -> 
 def _preparer(field: models.Field) -> Callable[[Any], Any] | None:
     """The one preparation a column's value needs before the database (None: as is)."""
     if isinstance(field, models.DateTimeField):  # always aware: the scheduler's clock is UTC
-        if connection.vendor == "sqlite":
+        if connection.vendor == "sqlite" and connection.timezone is not None:  # USE_TZ
             return partial(_sqlite_moment, connection.timezone)
         return connection.ops.adapt_datetimefield_value
     if isinstance(field, models.JSONField):

@@ -250,7 +250,7 @@ class Scheduler:
         self._stopping = True
         hints.unregister(self)
         # Runs claimed ahead are this process's like any started run: they begin at
-        # their slot (SILLO_CLAIM_AHEAD from now, a second for a crowd), within the
+        # their slot (two leads from now at most, a second for a crowd), within the
         # grace. Given back to the queue, a slot due at the stop would run whenever a
         # scheduler next started, past its misfire rules.
         if self._slot_waits:

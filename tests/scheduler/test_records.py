@@ -98,32 +98,27 @@ def test_a_row_whose_related_row_was_never_saved_is_refused_not_stored_unlinked(
 
 
 def test_instances_built_from_one_blank_share_no_state() -> None:
-    """`unsaved` copies a blank instance: each copy has its own values and model state,
-    and a field whose default is computed (a time, a dict) must be given, or every copy
-    would carry the blank's."""
+    """`unsaved` copies a blank instance: each copy has its own values, model state and
+    related-object cache; a field whose default is computed (a time, a dict) must be
+    given, or every copy would carry the blank's; a name that is no field is refused,
+    as Model(**values) refuses it."""
     schedule = make_schedule("s", "test.echo", every(60))
-    first, second = (
-        unsaved(
-            Run,
-            schedule=schedule,
-            schedule_code="s",
-            task_name="test.echo",
-            reason=RunReason.MANUAL,
-            kwargs={"n": n},
-            queued_at=T0,
-            not_before=T0,
-        )
-        for n in (1, 2)
-    )
-    first.kwargs["n"] = 10
+    values = {
+        "schedule_code": "s",
+        "task_name": "test.echo",
+        "reason": RunReason.MANUAL,
+        "kwargs": {},
+        "queued_at": T0,
+        "not_before": T0,
+    }
+    first, second = unsaved(Run, schedule=schedule, **values), unsaved(Run, **values)
     first.status = RunStatus.RUNNING
     insert_rows([first])
-    assert (second.kwargs, second.status, second.pk, second._state.adding) == (
-        {"n": 2},
-        RunStatus.QUEUED,
-        None,
-        True,
-    )
-    assert second.schedule is schedule and second.schedule_id == schedule.pk
-    with pytest.raises(TypeError, match="needs a value for kwargs, not_before, queued_at"):
+    assert (first.pk, first._state.adding, first.schedule) == (first.pk, False, schedule)
+    assert (second.status, second.pk, second._state.adding) == (RunStatus.QUEUED, None, True)
+    assert second.schedule is None and second.schedule_id is None
+    assert first._state is not second._state
+    with pytest.raises(TypeError, match="needs kwargs, not_before, queued_at"):
         unsaved(Run, schedule=schedule)
+    with pytest.raises(TypeError, match="unknown schedule_cod"):
+        unsaved(Run, schedule_cod="s", **values)
