@@ -86,18 +86,17 @@ def after_claims(
         rules = rules_for(schedule, tasks)
         grace = late_grace(schedule, rules)
         if lateness > grace and schedule.pk not in open_late:
-            changes.append((schedule, slot, rules, True))
+            changes.append((schedule, slot, rules, grace, True))
         elif lateness <= grace and schedule.pk in open_late:
-            changes.append((schedule, slot, rules, False))
+            changes.append((schedule, slot, rules, grace, False))
     if not changes:
         return
     # The claim locked and read these schedules: the edge need not read them again.
     locked = [schedule for schedule, *_ in changes]
     with Edge([s.pk for s in locked], now=now, tasks=tasks, locked=locked) as edge:
-        for schedule, slot, rules, missed in changes:
+        for schedule, slot, rules, grace, missed in changes:
             state = edge.states[schedule.pk]
             if missed:
-                grace = late_grace(schedule, rules)
                 step = machine.slot_missed(state, rules, slot=slot, grace=grace, now=now)
             else:
                 step = machine.slot_on_time(state, slot=slot, now=now)
