@@ -121,6 +121,32 @@ def idle_reading(load_: dict, at: int, idle_window: float) -> str | None:
     )
 
 
+def cpu_reading(load_: dict, at: int) -> str | None:
+    """Item 1: what a run costs each system in CPU under the steady load."""
+    figures = {
+        name: median((row.get("steady_cpu") or {}).get("ms_per_run"))
+        for name, row in load_[at].items()
+    }
+    ours, inline = figures.get("sillo"), figures.get("sillo-inline")
+    if ours is None:
+        return None
+    others = "; ".join(
+        f"{name} {value:.2f} ms" for name, value in figures.items()
+        if value is not None and name not in ("sillo", "sillo-inline")
+    )  # fmt: skip
+    text = (
+        f"**CPU per run.** Under the steady load at {at:,} schedules a run cost Sillo Dash "
+        f"{ours:.2f} ms of CPU with its worker processes"
+        + (f" ({inline:.2f} ms inline)" if inline is not None else "")
+        + (f"; the others: {others}." if others else ".")
+    )
+    return text + background(
+        "Sillo Dash writes every run and its outcome to the database and, by default, hands "
+        "it to a worker process; the peers start a coroutine and write nothing per run "
+        "(APScheduler's SQLAlchemy store updates the job's next run time)."
+    )
+
+
 def throughput_reading(load_: dict, at: int, worst: float | None) -> str:
     ours = load_[at]["sillo"]["burst"]["all_started_s"]
     if not ours:
@@ -194,6 +220,7 @@ def scheduler_reading(sched: dict) -> list[str]:
     ]
     paragraphs = [
         lateness_reading(load_),
+        cpu_reading(load_, at),
         idle_reading(load_, at, sched.get("shape", {}).get("idle_window", 0)),
         throughput_reading(load_, at, max(slowest) if slowest else None),
         memory_reading(sched.get("memory") or {}),

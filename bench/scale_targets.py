@@ -57,6 +57,24 @@ def peer_rows(sched: dict | None) -> list[list[str]]:
     return rows
 
 
+def cpu_row(sched: dict | None) -> list[str]:
+    """Item 1's other half: CPU per run under steady load, reported for each system."""
+    name = "CPU per run under steady load reported for each system (10,000 and 100,000)"
+    if not sched:
+        return [name, NOT_MEASURED, INCOMPLETE]
+    windows, parts, complete = sched["shape"]["windows"], [], True
+    for n in (10_000, 100_000):
+        by_system = sched["load"].get(n, {})
+        complete &= "sillo" in by_system
+        said = []
+        for system, row in by_system.items():
+            cpu = (row.get("steady_cpu") or {}).get("ms_per_run")
+            complete &= bool(cpu and cpu["n"] == windows)
+            said.append(f"{system} {median(cpu):.2f}" if cpu else f"{system} not measured")
+        parts.append(f"at {n:,}, ms a run: " + (", ".join(said) or "not measured"))
+    return [name, "; ".join(parts), verdict(True, complete)]
+
+
 def burst_rows(sched: dict | None, postgres: dict | None) -> list[list[str]]:
     """Item 2: a burst of 1,000 on SQLite within 0.2 s, on PostgreSQL (one scheduler) 0.5 s."""
     rows = []
@@ -159,6 +177,7 @@ def _when(run: dict) -> str:
 
 def scale_targets(facts: dict) -> list[list[str]]:
     rows = peer_rows(facts.get("scheduler"))
+    rows.append(cpu_row(facts.get("scheduler")))
     rows += burst_rows(facts.get("scheduler"), facts.get("postgres"))
     rows.append(big_burst_target(facts.get("big_burst")))
     rows.append(ceiling_target(facts.get("ceiling")))

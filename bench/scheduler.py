@@ -16,7 +16,8 @@ holding n steady schedules plus 1,000 burst schedules, and goes through:
    periodic work is in each);
 2. steady: the n schedules fire 100 times a second in all, slots spread evenly
    (the same rate at every n, so the figures show what the number of schedules
-   costs); after a warm-up, lateness per window, each window a repetition;
+   costs); after a warm-up, lateness per window, each window a repetition, and
+   the CPU time of the process and its worker processes per run started;
 3. bursts: the 1,000 burst schedules fall due at the same instant, several
    times; seconds until the last of each burst started, each a repetition.
 
@@ -47,6 +48,7 @@ from common import (  # noqa: E402
     process_memory,
     quantiles,
     summary,
+    tree_cpu_seconds,
     write_results,
 )
 from django.db import connection  # noqa: E402
@@ -177,6 +179,7 @@ def child(system: str, timeline: Timeline) -> dict:
                 shares.append(100 * (time.process_time() - cpu) / (time.monotonic() - began))
         found["idle_cpu_percent"] = shares
         found["rss_idle"] = process_memory()["VmRSS"]
+        found["steady_cpu"] = await steady_cpu(timeline, measure_from(timeline, ready))
         await asyncio.sleep(max(0.0, timeline.ends + 0.5 - time.time()))
         # A system slower than the bursts gets a few more seconds to start them all.
         bursts = timeline.shape.bursts * BURST
@@ -191,26 +194,50 @@ def child(system: str, timeline: Timeline) -> dict:
     return found
 
 
+async def steady_cpu(timeline: Timeline, start: float) -> list[list[float]]:
+    """CPU seconds of the process and its workers in each steady window: (from, to, CPU s)."""
+    found = []
+    for bounds in steady_windows(timeline, start):
+        await asyncio.sleep(max(0.0, bounds[0] - time.time()))
+        cpu, began = tree_cpu_seconds(), time.time()
+        await asyncio.sleep(max(0.0, bounds[1] - time.time()))
+        found.append([began, time.time(), tree_cpu_seconds() - cpu])
+    return found
+
+
 # ---------------------------------------------------------------- figures
+
+
+def measure_from(timeline: Timeline, ready: float) -> float:
+    """The steady windows start after the warm-up, counted from the first slot or, for a
+    system ready only after it, from when it was."""
+    return max(timeline.first, ready) + timeline.shape.warmup
+
+
+def steady_windows(timeline: Timeline, start: float) -> list[tuple[float, float]]:
+    """The windows lateness and CPU are measured over; a late setup shifts them, and
+    none may reach into the bursts."""
+    shape = timeline.shape
+    fit = int((timeline.burst_at - 0.25 - start) // shape.window)
+    return [(start + k * shape.window, start + (k + 1) * shape.window)
+            for k in range(max(0, min(shape.windows, fit)))]  # fmt: skip
 
 
 def slot_of(anchor: float, every: float, at: float) -> float:
     return anchor + ((at - anchor) // every) * every
 
 
-def steady_figures(timeline: Timeline, runs: list, measure_from: float) -> dict:
+def steady_figures(timeline: Timeline, runs: list, start: float) -> dict:
     """Lateness per window (each a repetition), and how many slots ran."""
     shape = timeline.shape
-    # A late setup shifts the windows; none may reach into the bursts.
-    fit = int((timeline.burst_at - 0.25 - measure_from) // shape.window)
-    windows: list[list[float]] = [[] for _ in range(max(0, min(shape.windows, fit)))]
+    windows: list[list[float]] = [[] for _ in steady_windows(timeline, start)]
     every = timeline.every
     for code, at in runs:
         if code[0] != "s":
             continue
         anchor = timeline.first + int(code[1:]) * every / timeline.n
         slot = slot_of(anchor, every, at)
-        index = int((slot - measure_from) // shape.window)
+        index = int((slot - start) // shape.window)
         if 0 <= index < len(windows):
             windows[index].append(at - slot)
     pooled = [late for window in windows for late in window]
@@ -222,6 +249,16 @@ def steady_figures(timeline: Timeline, runs: list, measure_from: float) -> dict:
         "max_ms": summary(max(w) * 1000 if w else None for w in windows),
         "late_ms_quantiles": [x * 1000 for x in quantiles(pooled)],
     }
+
+
+def cpu_figures(windows: list[list[float]], runs: list) -> dict:
+    """CPU per run started in each steady window (milliseconds), and the share of a core."""
+    per_run, share = [], []
+    for began, ended, cpu in windows:
+        started = sum(1 for code, at in runs if code[0] == "s" and began <= at < ended)
+        per_run.append(1000 * cpu / started if started else None)
+        share.append(100 * cpu / (ended - began))
+    return {"ms_per_run": summary(per_run), "percent_of_core": summary(share)}
 
 
 def burst_figures(timeline: Timeline, runs: list) -> dict:
@@ -254,7 +291,7 @@ def one_run(system: str, n: int, shape: Shape) -> dict:
         check=True,
     )
     raw = json.loads(report.read_text())
-    measure_from = max(timeline.first, raw["ready"]) + shape.warmup
+    start = measure_from(timeline, raw["ready"])
     return {
         "setup_overran_s": max(0.0, raw["ready"] - timeline.first),
         # How much of its allowance a system left (setup_seconds's room, for tuning it).
@@ -264,7 +301,8 @@ def one_run(system: str, n: int, shape: Shape) -> dict:
         "rss_growth_bytes": raw["rss_idle"] - raw["rss_before"],
         "peak_rss_mb": raw["peak_rss"] / 2**20,
         "peak_growth_mb": (raw["peak_rss"] - raw["rss_before"]) / 2**20,
-        **steady_figures(timeline, raw["executions"], measure_from),
+        **steady_figures(timeline, raw["executions"], start),
+        "steady_cpu": cpu_figures(raw["steady_cpu"], raw["executions"]),
         "burst": burst_figures(timeline, raw["executions"]),
     }
 
@@ -295,7 +333,8 @@ def line(n: int, system: str, row: dict) -> str:
     return (
         f"{n:>7} {system:24} runs {row['runs']}/{row['expected']}, "
         f"p50 {median(row['p50_ms'])} ms, p99 {median(row['p99_ms'])} ms, "
-        f"max {median(row['max_ms'])} ms; burst all started after "
+        f"max {median(row['max_ms'])} ms; CPU "
+        f"{median(row['steady_cpu']['ms_per_run'], '{:.2f}')} ms a run; burst all started after "
         f"{median(burst['all_started_s'], '{:.3f}')} s; idle CPU "
         f"{median(row['idle_cpu_percent'], '{:.2f}')}%; "
         f"RSS +{row['rss_growth_bytes'] / 2**20:.1f} MB; ready {row['ready_early_s']:.1f} s "

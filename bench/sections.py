@@ -165,6 +165,7 @@ def scheduler_sections(data: dict) -> tuple[str, dict]:
             rows,
         )
     )
+    parts.append(steady_cpu_section(load_, shape))
     rows = []
     for n, by_system in load_.items():
         for name, row in by_system.items():
@@ -225,6 +226,47 @@ def scheduler_sections(data: dict) -> tuple[str, dict]:
         "shape": shape,
         "burst_size": settings["burst"],
     }
+
+
+def steady_cpu_section(load_: dict, shape: dict) -> str:
+    """Item 1's CPU per run under steady load, for each system."""
+    rows = []
+    for n, by_system in load_.items():
+        ours = (by_system.get("sillo") or {}).get("steady_cpu") or {}
+        for name, row in by_system.items():
+            cpu = row.get("steady_cpu") or {}
+            rows.append(
+                [
+                    f"{n:,}",
+                    SYSTEM_NAMES.get(name, name),
+                    spread(cpu.get("ms_per_run"), 2),
+                    spread(cpu.get("percent_of_core"), 0),
+                    ""
+                    if name == "sillo" or not (cpu.get("ms_per_run") and ours.get("ms_per_run"))
+                    else ratio(median(cpu["ms_per_run"]), median(ours["ms_per_run"])),
+                ]
+            )
+    return (
+        "### CPU per run under steady load\n\nIn the lateness windows above: CPU time (user and "
+        "system) of the scheduler's process and every process under it (Sillo Dash's worker "
+        "processes, with the tasks they ran) ÷ the runs that started in the window, and the "
+        "same CPU ÷ wall time in % of one core; median of the windows [min–max]. Read from "
+        "/proc in clock ticks (10 ms a process), so a 1 s window of a quick run is coarse. "
+        "Sillo Dash writes each run to its log (a row, its outcome) and, by default, starts it "
+        "in a worker process; the peers keep no run log and start the task as a coroutine in "
+        "their own process (Sillo Dash's inline mode does too). Ratio: the row's CPU per run "
+        "÷ Sillo Dash's default (above 1: Sillo Dash spends less).\n\n"
+        + table(
+            [
+                "schedules",
+                "system",
+                "CPU ms a run",
+                "CPU % of a core",
+                "ratio (above 1: Sillo Dash spends less)",
+            ],
+            rows,
+        )
+    )
 
 
 def postgres_section(data: dict) -> str:

@@ -51,12 +51,14 @@ def spread_of(*values: float) -> dict:
             "n": len(values)}  # fmt: skip
 
 
-def figures(p99: float, burst: float, idle: float, **changes) -> dict:
+def figures(p99: float, burst: float, idle: float, cpu: float = 1.0, **changes) -> dict:
     """The scheduler's figures at 10,000 schedules: 2 windows, 2 bursts of 1,000."""
     row = {
         "runs": 200, "expected": 200, "p50_ms": spread_of(p99 / 2, p99 / 2),
         "p99_ms": spread_of(p99, p99), "max_ms": spread_of(p99, p99),
         "idle_cpu_percent": one(idle),
+        "steady_cpu": {"ms_per_run": spread_of(cpu, cpu), "percent_of_core": spread_of(
+            cpu * 10, cpu * 10)},
         "burst": {"started": [1000, 1000], "all_started_s": spread_of(burst, burst),
                   "runs_per_s": spread_of(1000 / burst, 1000 / burst)},
     }  # fmt: skip
@@ -181,13 +183,15 @@ def scheduler_data(ours: dict, peer: dict) -> dict:
 
 
 def test_every_ratio_above_one_means_sillo_dash_is_better() -> None:
-    fast = figures(p99=10.0, burst=0.5, idle=0.1)["load"][10_000]["sillo"]
-    slow = figures(p99=40.0, burst=2.0, idle=0.1)["load"][10_000]["sillo"]
+    fast = figures(p99=10.0, burst=0.5, idle=0.1, cpu=0.5)["load"][10_000]["sillo"]
+    slow = figures(p99=40.0, burst=2.0, idle=0.1, cpu=2.0)["load"][10_000]["sillo"]
     text, _ = scheduler_sections(scheduler_data(fast, slow))
     naive = [line for line in text.splitlines() if line.startswith("| 1,000 | naive")]
-    lateness, dispatch = naive[:2]  # then idle CPU, which has no ratio
+    lateness, dispatch, cpu = naive[:3]  # then idle CPU, which has no ratio
     assert lateness.endswith("| 4.00× |") and dispatch.endswith("| 4.00× |")
+    assert cpu.endswith("| 2.00 | 20 | 4.00× |")
     assert "above 1: Sillo Dash better" in text and "above 1: Sillo Dash faster" in text
+    assert "above 1: Sillo Dash spends less" in text
     assert ratio(1.0, 4.0) == "0.25×"  # the peer better: below 1
 
 
@@ -607,6 +611,39 @@ def test_the_peer_targets_are_met_within_twice_the_memory_store_and_at_the_sqlal
     assert "9.0 ms against 4.0 ms (0.44×)" in measured and verdict == "**missed**"
 
 
+def test_cpu_per_run_is_reported_for_each_system_and_incomplete_with_a_window_short():
+    sched = with_peers(ours=8.0, memory=4.0, sqlalchemy=8.0)
+    sched["load"][100_000]["apscheduler3-memory"]["steady_cpu"]["ms_per_run"] = one(0.25)
+    rows = scale_rows({"scheduler": sched})
+    measured, verdict = next(row for text, row in rows.items() if text.startswith("CPU per run"))
+    assert "at 10,000, ms a run: sillo 1.00, apscheduler3-memory 1.00" in measured
+    assert "apscheduler3-memory 0.25" in measured  # one window of two: not complete
+    assert verdict == "**incomplete: not met**"
+    sched["load"][100_000]["apscheduler3-memory"]["steady_cpu"]["ms_per_run"] = spread_of(
+        0.25, 0.25
+    )
+    assert scale_rows({"scheduler": sched})[next(iter(
+        text for text in rows if text.startswith("CPU per run")))][1] == "met"  # fmt: skip
+
+
+def test_the_cpu_of_a_system_counts_its_worker_processes_live_and_reaped() -> None:
+    import subprocess
+
+    from common import tree_cpu_seconds
+
+    burn = ("import sys, time\nwhile time.process_time() < 0.3: pass\n"
+            "print('burnt', flush=True)\nsys.stdin.read()")  # fmt: skip
+    before = tree_cpu_seconds()
+    worker = subprocess.Popen([sys.executable, "-c", burn], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)  # fmt: skip
+    assert worker.stdout.readline() == "burnt\n"  # alive, its CPU spent
+    live = tree_cpu_seconds() - before
+    worker.communicate("")
+    reaped = tree_cpu_seconds() - before
+    assert live > 0.25  # ticks of 10 ms: at least 0.3 s spent, less a tick or two
+    assert abs(reaped - live) < 0.1  # once reaped, counted through its parent, not twice
+
+
 def test_a_peer_target_with_a_size_not_measured_is_incomplete_however_good_the_other():
     rows = scale_rows({"scheduler": with_peers(ours=2.0, memory=4.0, sqlalchemy=8.0,
                                                sizes=(10_000,))})  # fmt: skip
@@ -719,7 +756,7 @@ def test_the_durations_row_needs_a_quick_run_in_time_and_a_full_run_on_record():
 
 def test_what_no_benchmark_measures_yet_is_listed_and_not_met():
     rows = scale_rows({})
-    assert len(rows) == 11
+    assert len(rows) == 12
     assert all(verdict == "**incomplete: not met**" for _, verdict in rows.values())
     assert any(text.startswith("one million schedules") for text in rows)
 
