@@ -248,6 +248,7 @@ class Scheduler:
     async def shutdown(self) -> None:
         """Stop claiming, give runs a grace period, cancel the rest, record all."""
         self._stopping = True
+        self.recorder.hurry()
         hints.unregister(self)
         # Runs claimed ahead are this process's like any started run: they begin at
         # their slot (two leads from now at most, a second for a crowd), within the

@@ -70,6 +70,16 @@ class SteppedClock(FakeClock):
         wake.clear()
 
 
+async def idle_stepping(scheduler, clock: SteppedClock) -> None:
+    """wait_idle, moving the clock a lead at a time: under a steady load, outcomes are
+    written a lead apart on the scheduler's clock (recorder.py)."""
+    idle = asyncio.ensure_future(scheduler.wait_idle())
+    while not idle.done():
+        clock.advance(0.05)
+        await asyncio.sleep(0.001)
+    await idle
+
+
 def noting_starts(scheduler, clock) -> list:
     """When the executor is asked to start each run body, on the scheduler's clock."""
     starts = []
@@ -449,7 +459,7 @@ async def test_a_steady_load_is_claimed_a_lead_of_slots_at_a_time(
                 break
             clock.advance(await scheduler.run_pass())
         clock.advance(1)
-        await scheduler.wait_idle()
+        await idle_stepping(scheduler, clock)
     finally:
         await scheduler.shutdown()
     runs = await sync_to_async(list)(Run.objects.order_by("slot"))
@@ -473,13 +483,17 @@ async def waiting_for_its_slot(settings, transactional_db):
     await scheduler.shutdown()
 
 
-async def until_recorded(scheduler: Scheduler, code: str) -> None:
+async def until_recorded(scheduler: Scheduler, clock: SteppedClock, code: str) -> None:
     """Until every run of this schedule is recorded. Not wait_idle(): on the real date,
     another schedule's slot may fall within the claim lead too (a hung CI run's tasks
-    showed one), and its run would wait for its slot for ever on this clock."""
+    showed one), and its run would wait for its slot for ever on this clock. The clock
+    moves in small steps meanwhile: outcomes that end close together are written a
+    lead apart (recorder.py)."""
     ours = [scheduler.in_flight.get(run.pk) for run in await runs_of(code)]
-    if tasks := [task for task in ours if task is not None]:
-        await asyncio.wait(tasks)
+    tasks = [task for task in ours if task is not None]
+    while tasks and not all(task.done() for task in tasks):
+        await asyncio.wait(tasks, timeout=0.005)
+        clock.advance(0.01)
 
 
 async def test_an_operator_cancel_before_its_slot_records_no_start(waiting_for_its_slot) -> None:
@@ -490,7 +504,7 @@ async def test_an_operator_cancel_before_its_slot_records_no_start(waiting_for_i
     [run] = await runs_of("soon")
     await sync_to_async(services.run_cancel)(run=run, by="alice")
     await scheduler._notice_cancelled()
-    await until_recorded(scheduler, "soon")
+    await until_recorded(scheduler, clock, "soon")
     [run] = await runs_of("soon")
     assert (run.status, run.started_at) == (RunStatus.CANCELLED, None)
     assert run.finished_at is not None
@@ -504,7 +518,7 @@ async def test_a_run_replaced_before_its_slot_records_no_start(waiting_for_its_s
     await sync_to_async(services.schedule_run_now)(schedule=schedule)
     scheduler.hint()
     await scheduler.run_pass()  # the manual run replaces the one waiting for its slot
-    await until_recorded(scheduler, "soon")
+    await until_recorded(scheduler, clock, "soon")
     waiting, manual = await runs_of("soon")
     assert (waiting.status, waiting.error) == (RunStatus.CANCELLED, "replaced by a newer run")
     assert waiting.started_at is None

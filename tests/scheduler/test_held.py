@@ -597,6 +597,38 @@ async def test_outcomes_are_written_at_once_when_nothing_waits_for_a_worker() ->
     assert batches == [1]
 
 
+async def test_under_a_steady_load_outcomes_are_written_a_lead_apart() -> None:
+    """One write a run cost the database thread a transaction and its fixed queries for
+    each outcome; outcomes that finish within a lead of the last write share the next."""
+    batches: list[int] = []
+    clock = FakeClock()  # a wait moves it by the time waited
+    recorder = recorder_writing_to(batches, gather=lambda: False, clock=clock)
+    await recorder.record(Run(pk=1), Outcome(RunStatus.SUCCEEDED))
+    assert batches == [1] and clock.waits == []  # the first one at once
+    await asyncio.gather(
+        *(recorder.record(Run(pk=i), Outcome(RunStatus.SUCCEEDED)) for i in range(2, 5))
+    )
+    assert batches == [1, 3]  # finished within the lead: one write, a lead after the last
+    assert clock.waits == [pytest.approx(recorder_module.SPACING)]
+    clock.advance(1)  # a quiet second: the next outcome is written as it comes
+    await recorder.record(Run(pk=5), Outcome(RunStatus.SUCCEEDED))
+    assert batches == [1, 3, 1] and len(clock.waits) == 1
+
+
+async def test_a_shutting_down_scheduler_writes_outcomes_without_spacing() -> None:
+    batches: list[int] = []
+    recorder = recorder_writing_to(batches, gather=lambda: False)  # its clock never wakes
+    await recorder.record(Run(pk=1), Outcome(RunStatus.SUCCEEDED))
+    spaced = asyncio.ensure_future(recorder.record(Run(pk=2), Outcome(RunStatus.SUCCEEDED)))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert batches == [1]  # waiting for the lead to pass
+    recorder.hurry()
+    await spaced
+    await recorder.record(Run(pk=3), Outcome(RunStatus.SUCCEEDED))
+    assert batches == [1, 1, 1]
+
+
 @pytest.mark.django_db
 def test_a_run_finished_when_its_body_ended_however_late_its_outcome_is_written() -> None:
     (run,) = start(queued_runs(1, "late"))
