@@ -142,8 +142,8 @@ def cpu_reading(load_: dict, at: int) -> str | None:
     )
     return text + background(
         "Sillo Dash writes every run and its outcome to the database and, by default, hands "
-        "it to a worker process; the peers start a coroutine and write nothing per run "
-        "(APScheduler's SQLAlchemy store updates the job's next run time)."
+        "it to a worker process; the peers start a coroutine in their own process and keep "
+        "no run log (APScheduler's SQLAlchemy store writes the job's next run time)."
     )
 
 

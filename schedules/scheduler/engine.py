@@ -113,7 +113,9 @@ class Scheduler:
         # a run counts against the pool before its task has reached `acquire`.
         self._worker_runs: set[int] = set()
         self._last: dict[str, float] = {}  # step -> monotonic time it last ran
-        self.recorder = OutcomeRecorder(db=self.db, clock=self.clock, gather=self.runs_wait)
+        self.recorder = OutcomeRecorder(
+            db=self.db, clock=self.clock, gather=self.runs_wait, others=self._others_in_flight
+        )
         self.executor.worker_taken = self.gathering_may_end
         self.hooks = Hooks()
         self.announcer = Announcer()
@@ -629,6 +631,11 @@ class Scheduler:
         if self._slot_waits:
             launched -= len(self._worker_runs & self._slot_waits.keys())
         return launched > pool.busy
+
+    def _others_in_flight(self) -> bool:
+        """Whether runs are in flight beyond those whose bodies ended (their outcomes
+        wait to be written): whether a write held back may take more outcomes."""
+        return len(self.in_flight) > len(self.unrecorded)
 
     def gathering_may_end(self) -> None:
         if not self.runs_wait():

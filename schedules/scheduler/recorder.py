@@ -9,9 +9,10 @@ and its event loop, and a burst's outcomes are written once it has started,
 in one large batch instead of many small ones.
 Under a steady load, writes are spaced SPACING apart: a write of one outcome
 costs the database thread about as much as a write of five (a transaction and
-its fixed queries), so outcomes that finish within SPACING of the last write
-wait for the next one. A scheduler finishing fewer than one run every SPACING
-writes each outcome as it comes.
+its fixed queries), so an outcome that ends within SPACING of the last write
+waits for the next one while other runs are in flight to share it. With none
+(a django.tasks worker's one run, the link of a chain that ran alone) there is
+nothing to share and it is written at once.
 A run's `finished_at` is when its body ended, not when its outcome was
 written; until then it still reads `running` to other processes (what that
 allows is in docs/scheduler.md).
@@ -46,11 +47,17 @@ DbCall = Callable[..., Awaitable[Any]]
 
 class OutcomeRecorder:
     def __init__(
-        self, *, db: DbCall, clock: Clock, gather: Callable[[], bool] = lambda: False
+        self,
+        *,
+        db: DbCall,
+        clock: Clock,
+        gather: Callable[[], bool] = lambda: False,
+        others: Callable[[], bool] = lambda: False,
     ) -> None:
         self._db = db
         self._clock = clock
         self._gather = gather  # whether outcomes gather before they are written
+        self._others = others  # whether runs whose outcome is not pending are in flight
         self._go = asyncio.Event()  # gathering ended: write now
         self._hurry = asyncio.Event()  # shutting down: no more spacing
         self._hurrying = False
@@ -88,6 +95,8 @@ class OutcomeRecorder:
                 await self._clock.wait(GATHER, self._go)
             else:
                 await self._spaced()
+                if self._gather() and len(self._pending) < BATCH:
+                    continue  # runs began to wait for a worker meanwhile: they go first
             self._last_write = self._clock.monotonic()
             batch, self._pending = self._pending[:BATCH], self._pending[BATCH:]
             items = [(run, vars(outcome)) for run, outcome, _ in batch]
@@ -115,8 +124,11 @@ class OutcomeRecorder:
                     done.set_result(result)
 
     async def _spaced(self) -> None:
-        """Wait until SPACING after the last write began, unless a batch is full."""
+        """Wait until SPACING after the last write began, unless a batch is full or no
+        other run in flight could share the write."""
         if self._last_write is None or self._hurrying or len(self._pending) >= BATCH:
+            return
+        if not self._others():
             return
         wait = self._last_write + SPACING - self._clock.monotonic()
         if wait > 0:

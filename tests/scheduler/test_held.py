@@ -530,12 +530,14 @@ class StillClock(FakeClock):
         wake.clear()
 
 
-def recorder_writing_to(batches: list[int], *, gather, clock=None) -> OutcomeRecorder:
+def recorder_writing_to(
+    batches: list[int], *, gather, clock=None, others=lambda: False
+) -> OutcomeRecorder:
     async def db(fn, *, items, now):
         batches.append(len(items))
         return [(run, None, []) for run, _ in items]
 
-    return OutcomeRecorder(db=db, clock=clock or StillClock(), gather=gather)
+    return OutcomeRecorder(db=db, clock=clock or StillClock(), gather=gather, others=others)
 
 
 async def test_outcomes_gather_while_runs_wait_for_a_worker_and_go_when_none_does() -> None:
@@ -602,7 +604,8 @@ async def test_under_a_steady_load_outcomes_are_written_a_lead_apart() -> None:
     each outcome; outcomes that finish within a lead of the last write share the next."""
     batches: list[int] = []
     clock = FakeClock()  # a wait moves it by the time waited
-    recorder = recorder_writing_to(batches, gather=lambda: False, clock=clock)
+    recorder = recorder_writing_to(batches, gather=lambda: False, clock=clock,
+                                   others=lambda: True)  # fmt: skip
     await recorder.record(Run(pk=1), Outcome(RunStatus.SUCCEEDED))
     assert batches == [1] and clock.waits == []  # the first one at once
     await asyncio.gather(
@@ -615,9 +618,37 @@ async def test_under_a_steady_load_outcomes_are_written_a_lead_apart() -> None:
     assert batches == [1, 3, 1] and len(clock.waits) == 1
 
 
-async def test_a_shutting_down_scheduler_writes_outcomes_without_spacing() -> None:
+async def test_an_outcome_with_no_other_run_in_flight_is_written_at_once() -> None:
+    """Runs one after another (a django.tasks worker's, a chain's links) have nothing to
+    share a write with: held back, each would only wait."""
     batches: list[int] = []
     recorder = recorder_writing_to(batches, gather=lambda: False)  # its clock never wakes
+    for pk in range(1, 4):
+        await recorder.record(Run(pk=pk), Outcome(RunStatus.SUCCEEDED))
+    assert batches == [1, 1, 1]
+
+
+async def test_runs_that_begin_to_wait_for_a_worker_during_the_spacing_go_first() -> None:
+    batches: list[int] = []
+    waiting = False
+    recorder = recorder_writing_to(batches, gather=lambda: waiting, others=lambda: True)
+    await recorder.record(Run(pk=1), Outcome(RunStatus.SUCCEEDED))
+    spaced = asyncio.ensure_future(recorder.record(Run(pk=2), Outcome(RunStatus.SUCCEEDED)))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    waiting = True  # a burst: its runs wait for workers
+    recorder.hurry()  # the spacing ends (as a lead passing would) ...
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert batches == [1]  # ... and the outcome gathers behind the burst instead
+    recorder.stop_gathering()
+    await spaced
+    assert batches == [1, 1]
+
+
+async def test_a_shutting_down_scheduler_writes_outcomes_without_spacing() -> None:
+    batches: list[int] = []
+    recorder = recorder_writing_to(batches, gather=lambda: False, others=lambda: True)
     await recorder.record(Run(pk=1), Outcome(RunStatus.SUCCEEDED))
     spaced = asyncio.ensure_future(recorder.record(Run(pk=2), Outcome(RunStatus.SUCCEEDED)))
     for _ in range(5):
