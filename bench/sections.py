@@ -165,7 +165,7 @@ def scheduler_sections(data: dict) -> tuple[str, dict]:
             rows,
         )
     )
-    parts.append(steady_cpu_section(load_, shape))
+    parts.append(steady_cpu_section(load_))
     rows = []
     for n, by_system in load_.items():
         for name, row in by_system.items():
@@ -228,7 +228,7 @@ def scheduler_sections(data: dict) -> tuple[str, dict]:
     }
 
 
-def steady_cpu_section(load_: dict, shape: dict) -> str:
+def steady_cpu_section(load_: dict) -> str:
     """Item 1's CPU per run under steady load, for each system."""
     rows = []
     for n, by_system in load_.items():
