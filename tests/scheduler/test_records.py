@@ -114,7 +114,7 @@ def test_instances_built_from_one_blank_share_no_state() -> None:
     first, second = unsaved(Run, schedule=schedule, **values), unsaved(Run, **values)
     first.status = RunStatus.RUNNING
     insert_rows([first])
-    assert (first.pk, first._state.adding, first.schedule) == (first.pk, False, schedule)
+    assert first.pk is not None and (first._state.adding, first.schedule) == (False, schedule)
     assert (second.status, second.pk, second._state.adding) == (RunStatus.QUEUED, None, True)
     assert second.schedule is None and second.schedule_id is None
     assert first._state is not second._state
