@@ -20,6 +20,11 @@ each in a fresh process over fresh records. Measured from the records:
 `misfire="all"` is not run: it queues `SILLO_MAX_CATCH_UP` (100) runs per
 schedule by design, 1,000,000 runs at 10,000 schedules.
 
+Then the catch-up alone: the same number of schedules a day behind, weekly
+(`misfire="skip"`), so that no slot falls due while it is measured. Its first
+pass is what catching up costs one scheduler with nothing else to do, the
+measured reason a first pass can take longer than the limit whatever the load.
+
     python bench/restart.py [--quick] [--json FILE] [--size N]
 """
 
@@ -40,6 +45,7 @@ from scheduler_systems import WORKDIR, Plan, run_sillo, worker_schedule_rows  # 
 
 POLICIES = ("skip", "once")
 EVERY = 60.0
+ALONE_EVERY = 7 * 86_400.0  # the catch-up alone: weekly, so nothing falls due meanwhile
 DOWN = 86_400.0  # a day
 SIZES = {"quick": 5_000, "full": 100_000}  # quick: a check of the path, not the target
 WINDOW = {"quick": 2.5, "full": 20.0}  # seconds measured after the catch-up
@@ -51,11 +57,11 @@ def anchors(n: int, base: float) -> list[float]:
     return [base + EVERY * i / n for i in range(n)]
 
 
-def prepare(policy: str, n: int, base: float) -> None:
+def prepare(policy: str, n: int, base: float, every: float = EVERY) -> None:
     """Schedule records a day behind, with the product's defaults for what a restart reads."""
     from schedules.models import Schedule
 
-    worker_schedule_rows(Plan({f"s{i}": (at, EVERY) for i, at in enumerate(anchors(n, base))}))
+    worker_schedule_rows(Plan({f"s{i}": (at, every) for i, at in enumerate(anchors(n, base))}))
     Schedule.objects.update(misfire=policy, misfire_grace=60.0, max_instances=1)
 
 
@@ -81,7 +87,7 @@ def count_behind(ready: float) -> int:
     return Schedule.objects.filter(status="active", next_run_at__lt=cutoff).count()
 
 
-def child(n: int, base: float, window: float, limit: float) -> dict:
+def child(n: int, base: float, window: float, limit: float, every: float) -> dict:
     found: dict = {}
 
     async def phases(ready: float) -> None:
@@ -96,11 +102,11 @@ def child(n: int, base: float, window: float, limit: float) -> dict:
         found["ended"] = time.time()
 
     asyncio.run(run_sillo(Plan({}), phases))
-    found["current"] = current_slots(n, base, found["ready"], found["ended"] - SETTLE)
+    found["current"] = current_slots(n, base, found["ready"], found["ended"] - SETTLE, every)
     return found
 
 
-def current_slots(n: int, base: float, ready: float, until: float) -> dict:
+def current_slots(n: int, base: float, ready: float, until: float, every: float) -> dict:
     """What became of each slot that fell due after the restart, up to `until`."""
     from schedules.models import Run
 
@@ -113,7 +119,7 @@ def current_slots(n: int, base: float, ready: float, until: float) -> dict:
     }
     lateness, skipped, missed, waiting = [], 0, 0, 0
     for i, anchor in enumerate(anchors(n, base)):
-        slot = anchor + ((ready - anchor) // EVERY + 1) * EVERY  # the first after the restart
+        slot = anchor + ((ready - anchor) // every + 1) * every  # the first after the restart
         while slot <= until:
             status, started = rows.get((f"s{i}", round(slot * 1000)), (None, None))
             if status is None:
@@ -124,7 +130,7 @@ def current_slots(n: int, base: float, ready: float, until: float) -> dict:
                 waiting += 1
             else:
                 lateness.append(started.timestamp() - slot)
-            slot += EVERY
+            slot += every
     expected = len(lateness) + skipped + missed + waiting
     return {
         "expected": expected,
@@ -141,14 +147,12 @@ def current_slots(n: int, base: float, ready: float, until: float) -> dict:
 # ---------------------------------------------------------------- parent
 
 
-def one_policy(policy: str, n: int, window: float, limit: float) -> dict:
+def one_policy(policy: str, n: int, window: float, limit: float, every: float = EVERY) -> dict:
     base = time.time() - DOWN - EVERY
-    prepare(policy, n, base)
+    prepare(policy, n, base, every)
     report = WORKDIR / "restart.json"
-    subprocess.run(
-        [sys.executable, __file__, "--child", json.dumps([n, base, window, limit]), str(report)],
-        check=True,
-    )
+    arguments = json.dumps([n, base, window, limit, every])
+    subprocess.run([sys.executable, __file__, "--child", arguments, str(report)], check=True)
     raw = json.loads(report.read_text())
     caught_up = raw.get("caught_up")
     return {
@@ -166,8 +170,8 @@ def main() -> None:
     parser.add_argument("--child", nargs=2, help="internal")
     args = parser.parse_args()
     if args.child:
-        n, base, window, limit = json.loads(args.child[0])
-        Path(args.child[1]).write_text(json.dumps(child(n, base, window, limit)))
+        n, base, window, limit, every = json.loads(args.child[0])
+        Path(args.child[1]).write_text(json.dumps(child(n, base, window, limit, every)))
         return
     mode = "quick" if args.quick else "full"
     n = args.size or SIZES[mode]
@@ -183,12 +187,19 @@ def main() -> None:
             f"{current['missed']} missed, {current['not_started']} not started",
             flush=True,
         )
+    alone = one_policy("skip", n, 0.0, LIMIT[mode], every=ALONE_EVERY)
+    first = alone["first_pass_s"]
+    print(
+        f"alone {n:>7} schedules: first pass {'not done' if first is None else f'{first:.1f} s'}"
+        f"{'' if first is None else f' ({first / n * 1e6:.0f} µs a schedule)'}",
+        flush=True,
+    )
     settings = {
         "schedules": n, "every_s": EVERY, "down_s": DOWN, "window_s": WINDOW[mode],
         "limit_s": LIMIT[mode], "policies": list(POLICIES), "quick": args.quick,
-        "database": "SQLite", "mode": "process (the default)",
+        "database": "SQLite", "mode": "process (the default)", "alone_every_s": ALONE_EVERY,
     }  # fmt: skip
-    write_results(args.json, "restart", settings, {"policies": policies})
+    write_results(args.json, "restart", settings, {"policies": policies, "alone": alone})
 
 
 if __name__ == "__main__":

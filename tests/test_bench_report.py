@@ -582,6 +582,31 @@ def test_a_missed_once_restart_names_the_runs_it_owes_at_the_burst_rate_measured
     assert "owes" not in restart_verdict_with(slow, None, burst(0.4))[0]  # 4 s: within 5 s
 
 
+def test_a_missed_restart_names_the_catch_up_alone_when_it_outlasts_the_limit() -> None:
+    from restart_report import restart_reading, restart_section
+
+    slow = restart_data(skip=restart_policy(first=90.0), once=restart_policy(first=80.0))
+    slow["settings"] |= {"schedules": 100_000, "every_s": 60.0}
+    slow["alone"] = {"schedules": 100_000, "first_pass_s": 27.0, "measured_s": 27.1}
+    measured, verdict = restart_verdict_with(slow, None)
+    assert verdict == "**missed**"
+    reason = (
+        "with nothing falling due meanwhile, catching up 100,000 schedules alone took 27.0 s, "
+        "270 µs a schedule (this run)"
+    )
+    assert reason in measured and reason in restart_reading(slow)
+    assert "the first pass took 27.0 s, 270 µs a schedule" in restart_section(slow)
+    # Within the limit alone, the catch-up's own cost is no reason; not measured, neither.
+    slow["alone"]["first_pass_s"] = 4.0
+    assert "alone took" not in restart_verdict_with(slow, None)[0]
+    assert "the first pass took 4.0 s, 40 µs a schedule" in restart_section(slow)
+    slow["alone"]["first_pass_s"] = None
+    assert "alone took" not in restart_verdict_with(slow, None)[0]
+    assert "had not ended after 27 s" in restart_section(slow)
+    del slow["alone"]
+    assert "catch-up alone" not in restart_section(slow)
+
+
 # ---------------------------------------------------------------- issue 18 at scale
 
 
