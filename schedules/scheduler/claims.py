@@ -67,16 +67,15 @@ def in_flight_counts(
     """Runs of each schedule still executing, for `max_instances`: the running runs,
     less the ones whose body ended in this process and whose outcome is still being
     written (`ended`), plus this process's sync threads that outlived their timeout."""
-    if ended:
-        # Left out here, not in SQL: in a burst hundreds of outcomes wait to be written,
-        # and a NOT IN of them in every claim cost more than the claim.
-        running = Run.objects.running().filter(schedule_id__in=list(schedule_ids))
-        counts: dict[int, int] = {}
-        for schedule_id, pk in running.values_list("schedule_id", "pk"):
-            if pk not in ended:
-                counts[schedule_id] = counts.get(schedule_id, 0) + 1
-    else:
-        counts = Run.objects.running_counts(schedule_ids)
+    # Counted here, not by a GROUP BY: the runs in flight are few, and the plainer
+    # statement costs less to build. `ended` is left out here too, not in SQL: in a
+    # burst hundreds of outcomes wait to be written, and a NOT IN of them in every
+    # claim cost more than the claim.
+    running = Run.objects.running().filter(schedule_id__in=list(schedule_ids))
+    counts: dict[int, int] = {}
+    for schedule_id, pk in running.values_list("schedule_id", "pk"):
+        if pk not in ended:
+            counts[schedule_id] = counts.get(schedule_id, 0) + 1
     for schedule_id, count in local_in_flight.items():
         counts[schedule_id] = counts.get(schedule_id, 0) + count
     return counts
@@ -218,26 +217,21 @@ def _due_first_current(
     due = Schedule.objects.due(now=due_by, task_names=tasks.runnable_names())
     if up_since is None or limit < 2:
         return list(due[:limit])  # one a pass: oldest first, which starves none
+    # Oldest first, the backlog comes before every current slot: when fewer than a batch
+    # are due (most passes), this one read holds them all, and the current go first.
+    oldest = list(due[:limit])
+    older = [schedule for schedule in oldest if schedule.next_run_at < up_since]
+    if len(oldest) < limit:
+        return oldest[len(older) :] + older
     current = list(due.filter(next_run_at__gte=up_since)[:limit])
-    older = list(due.filter(next_run_at__lt=up_since)[: limit - min(len(current), limit // 2)])
+    older = older[: limit - min(len(current), limit // 2)]
     return current[: limit - len(older)] + older
 
 
 def _claim_batch(plans, now, instance_id, local, slots: WorkerSlots):
-    ahead = [schedule.pk for schedule, slot, *_ in plans if slot > now]
-    if ahead:
-        # A slot not yet due whose schedule is at max_instances is left to the pass at
-        # its instant: claimed ahead, it would be skipped (or replace the run) because
-        # of a run that may end before the slot comes.
-        busy = in_flight_counts(ahead, *local)
-        plans = [plan for plan in plans
-                 if plan[1] <= now or busy.get(plan[0].pk, 0) < plan[0].max_instances]  # fmt: skip
-    won = _advance_won_slots(plans)
+    won, in_flight = _advance_won_slots(plans, now, local)
     if not won:
         return [], []
-    # Counted again under the rows' locks: an outcome written meanwhile (another
-    # process's, holding a schedule's row) must count as ended.
-    in_flight = in_flight_counts([schedule.pk for schedule, *_ in won], *local)
     replaced: list[int] = []
     created: list[Run] = []
     firsts: list[Run] = []
@@ -321,13 +315,18 @@ def _supersede_catch_ups(claimed: list[Run], now: datetime) -> list[Run]:
     return waiting
 
 
-def _advance_won_slots(plans) -> list[tuple[Schedule, list[Run], datetime]]:
+def _advance_won_slots(
+    plans, now: datetime, local
+) -> tuple[list[tuple[Schedule, list[Run], datetime]], dict[int, int]]:
     """Move each schedule whose slot is still the planned one to its next slot.
+    Returns those won, and the runs in flight of each.
 
     The rows are locked first (PostgreSQL: FOR UPDATE; SQLite: the write lock
     that its IMMEDIATE transactions take at BEGIN), so a schedule whose slot
     still reads as planned is this process's alone: another scheduler that
-    read the same slot finds it moved once it gets the lock.
+    read the same slot finds it moved once it gets the lock. The runs in flight
+    are counted under the locks: an outcome written meanwhile (another process's,
+    holding a schedule's row) counts as ended.
     """
     current = dict(
         Schedule.objects.select_for_update()
@@ -339,12 +338,18 @@ def _advance_won_slots(plans) -> list[tuple[Schedule, list[Run], datetime]]:
     # Moved since it was read: another scheduler claimed it (or an operator's edit did).
     counters.count_claims(counters.CLAIMS_LOST, [plan[0].code for plan in plans
                           if plan[0].pk in current and current[plan[0].pk] != plan[1]])  # fmt: skip
+    in_flight = in_flight_counts([schedule.pk for schedule, *_ in won], *local) if won else {}
+    # A slot not yet due whose schedule is at max_instances is left to the pass at its
+    # instant: claimed ahead, it would be skipped (or replace the run) because of a run
+    # that may end before the slot comes.
+    won = [plan for plan in won
+           if plan[1] <= now or in_flight.get(plan[0].pk, 0) < plan[0].max_instances]  # fmt: skip
     update_each(
         Schedule, ["next_run_at"], [(next_at, schedule.pk) for schedule, *_, next_at in won]
     )
     for schedule, _, _, next_at in won:
         schedule.next_run_at = next_at
-    return [(schedule, planned, slot) for schedule, slot, planned, _ in won]
+    return [(schedule, planned, slot) for schedule, slot, planned, _ in won], in_flight
 
 
 def _plan(

@@ -159,6 +159,21 @@ def test_a_slot_due_while_the_scheduler_catches_up_is_claimed_before_the_backlog
 
 
 @pytest.mark.django_db
+def test_with_room_in_the_batch_one_read_claims_the_current_slot_first_then_the_backlog() -> None:
+    late_schedules("back", 3, misfire="once")
+    current = {
+        "kind": "interval",
+        "every": 60,
+        "anchor": (T0 + timedelta(seconds=DAY + 2)).isoformat(),
+    }
+    make_schedule("current", "test.echo", current, now=T0 + timedelta(seconds=DAY))
+
+    claimed = [r.schedule_code for r in claim_at(DAY + 5, up_since=DAY, limit=5)]
+
+    assert claimed == ["current", "back0", "back1", "back2"]
+
+
+@pytest.mark.django_db
 def test_when_current_slots_fill_every_batch_the_backlog_still_gets_half() -> None:
     """More slots fall due than a pass claims (a load beyond the machine): the
     backlog's schedules still run, or they would never run again."""
