@@ -106,8 +106,12 @@ def start_or_skip(
             running = Run.objects.running().filter(schedule=schedule).order_by()
             if ended:
                 running = running.exclude(pk__in=list(ended))
-            replaced = list(running.values_list("pk", flat=True))
-            running.update(
+            # A run another process has locked is being ended there (its outcome, an
+            # operator's cancel): left to it, not waited for. An outcome writer locks
+            # its runs before their schedules, and this claim holds the schedule's row:
+            # waiting, each would wait for the other (PostgreSQL's row locks).
+            replaced = list(locked_or_skipped(running).values_list("pk", flat=True))
+            Run.objects.filter(pk__in=replaced).update(
                 status=RunStatus.CANCELLED,
                 finished_at=now,
                 error=REPLACED,

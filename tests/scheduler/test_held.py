@@ -423,6 +423,44 @@ def test_replace_keeps_a_run_whose_body_ended_here_while_its_outcome_is_written(
     }
 
 
+@pytest.mark.production
+def test_replace_leaves_a_run_another_process_is_ending_to_it(transactional_db) -> None:
+    """An outcome writer locks its runs, then their schedules; a claim holds the schedule,
+    then replaces its running runs. Waiting for the run's lock, the two would wait for
+    each other: a run locked elsewhere is left to whoever is ending it."""
+    import threading
+
+    from django.db import connections, transaction
+
+    finishing, executing, waiting = replacing_runs(
+        RunStatus.RUNNING, RunStatus.RUNNING, RunStatus.QUEUED
+    )
+    locked, release = threading.Event(), threading.Event()
+
+    def writing_its_outcome() -> None:
+        try:
+            with transaction.atomic():
+                list(Run.objects.select_for_update().filter(pk=finishing.pk).values_list("pk"))
+                locked.set()
+                release.wait(10)  # (a waiting claim makes this test fail, not hang)
+        finally:
+            connections.close_all()
+
+    writer = threading.Thread(target=writing_its_outcome)
+    writer.start()
+    try:
+        assert locked.wait(10)
+        start([waiting])
+    finally:
+        release.set()
+        writer.join()
+    assert dict(Run.objects.values_list("pk", "status")) == {
+        finishing.pk: RunStatus.RUNNING,  # its outcome is being written elsewhere
+        executing.pk: RunStatus.CANCELLED,
+        waiting.pk: RunStatus.RUNNING,
+    }
+
+
 @pytest.mark.django_db
 def test_a_held_run_starts_with_its_schedule_as_edited_since_it_was_held(monkeypatch) -> None:
     edited, untouched = queued_runs(2, "edited")
