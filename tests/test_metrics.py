@@ -154,6 +154,35 @@ def rows_of(sql: str) -> int:
         return len(cursor.fetchall())
 
 
+def test_a_slot_left_to_the_pass_at_its_instant_is_no_claim_lost(monkeypatch) -> None:
+    """A slot not yet due whose schedule is at max_instances is not claimed ahead: a peer
+    that moves it meanwhile took nothing this scheduler tried for."""
+    from schedules.models import RunCounter
+    from schedules.registry import registry
+    from schedules.scheduler import claims
+
+    busy = make_schedule("busy", "test.echo", every(60))
+    slot = busy.next_run_at
+    earlier = slot - timedelta(seconds=60)
+    Run.objects.create(schedule=busy, schedule_code="busy", task_name="test.echo",
+                       reason="scheduled", status="running", slot=earlier)  # fmt: skip
+    real_plan = claims._plan_schedule
+
+    def peer_moves_it(schedule, *args, **kwargs):
+        type(schedule).objects.filter(pk=schedule.pk).update(
+            next_run_at=slot + timedelta(seconds=60)
+        )
+        return real_plan(schedule, *args, **kwargs)
+
+    monkeypatch.setattr(claims, "_plan_schedule", peer_moves_it)
+    runs, _ = claims.claim_due(
+        now=slot - timedelta(seconds=0.03), due_by=slot + timedelta(seconds=0.02),
+        instance_id="me", tasks=registry, limit=500, max_catch_up=10, local_in_flight={},
+    )  # fmt: skip
+    assert runs == []
+    assert not RunCounter.objects.filter(name="claims:lost").exists()
+
+
 def test_claims_lost_to_another_scheduler_and_safety_net_conflicts_are_counted(
     client, settings, monkeypatch
 ) -> None:

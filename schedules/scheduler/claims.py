@@ -223,9 +223,9 @@ def _due_first_current(
         return list(due[:limit])  # one a pass: oldest first, which starves none
     # Oldest first, the backlog comes before every current slot: when fewer than a batch
     # are due (most passes), this one read holds them all, and the current go first.
-    oldest = list(due[:limit])
-    older = [schedule for schedule in oldest if schedule.next_run_at < up_since]
-    if len(oldest) < limit:
+    oldest = list(due[: limit + 1])  # one more: a batch of exactly `limit` is not full
+    older = [schedule for schedule in oldest[:limit] if schedule.next_run_at < up_since]
+    if len(oldest) <= limit:
         return oldest[len(older) :] + older
     current = list(due.filter(next_run_at__gte=up_since)[:limit])
     older = older[: limit - min(len(current), limit // 2)]
@@ -338,16 +338,16 @@ def _advance_won_slots(
         .order_by("pk")  # every process locks in the same order: no deadlock between them
         .values_list("pk", "next_run_at")
     )
+    in_flight = in_flight_counts(list(current), *local) if current else {}
+    # A slot not yet due whose schedule is at max_instances is left to the pass at its
+    # instant: claimed ahead, it would be skipped (or replace the run) because of a run
+    # that may end before the slot comes. Not a claim lost either: none was tried.
+    plans = [plan for plan in plans
+             if plan[1] <= now or in_flight.get(plan[0].pk, 0) < plan[0].max_instances]  # fmt: skip
     won = [plan for plan in plans if plan[0].pk in current and current[plan[0].pk] == plan[1]]
     # Moved since it was read: another scheduler claimed it (or an operator's edit did).
     counters.count_claims(counters.CLAIMS_LOST, [plan[0].code for plan in plans
                           if plan[0].pk in current and current[plan[0].pk] != plan[1]])  # fmt: skip
-    in_flight = in_flight_counts([schedule.pk for schedule, *_ in won], *local) if won else {}
-    # A slot not yet due whose schedule is at max_instances is left to the pass at its
-    # instant: claimed ahead, it would be skipped (or replace the run) because of a run
-    # that may end before the slot comes.
-    won = [plan for plan in won
-           if plan[1] <= now or in_flight.get(plan[0].pk, 0) < plan[0].max_instances]  # fmt: skip
     update_each(
         Schedule, ["next_run_at"], [(next_at, schedule.pk) for schedule, *_, next_at in won]
     )
