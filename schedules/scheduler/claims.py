@@ -221,13 +221,15 @@ def _due_first_current(
     due = Schedule.objects.due(now=due_by, task_names=tasks.runnable_names())
     if up_since is None or limit < 2:
         return list(due[:limit])  # one a pass: oldest first, which starves none
-    # Oldest first, the backlog comes before every current slot: when fewer than a batch
-    # are due (most passes), this one read holds them all, and the current go first.
+    # Oldest first, the backlog's slots come before every current one. This one read
+    # holds the whole batch when no more than a batch is due (most passes), or when its
+    # backlog takes no more than half (the current slots after it fill the rest).
     oldest = list(due[: limit + 1])  # one more: a batch of exactly `limit` is not full
     older = [schedule for schedule in oldest[:limit] if schedule.next_run_at < up_since]
-    if len(oldest) <= limit:
-        return oldest[len(older) :] + older
-    current = list(due.filter(next_run_at__gte=up_since)[:limit])
+    if len(oldest) <= limit or len(older) <= limit // 2:
+        return oldest[len(older) : limit] + older
+    # The backlog fills more than half the read: the current slots get up to half.
+    current = list(due.filter(next_run_at__gte=up_since)[: limit - limit // 2])
     older = older[: limit - min(len(current), limit // 2)]
     return current[: limit - len(older)] + older
 

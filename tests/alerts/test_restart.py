@@ -174,6 +174,27 @@ def test_with_room_in_the_batch_one_read_claims_the_current_slot_first_then_the_
 
 
 @pytest.mark.django_db
+def test_a_backlog_within_half_the_batch_is_claimed_from_one_read_with_the_current_slots() -> None:
+    """More due than a batch, the backlog within half of it: the current slots fill the
+    rest from the same read (a restart's passes read no row they do not claim)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    late_schedules("back", 1, misfire="once")
+    for i in range(5):
+        anchor = (T0 + timedelta(seconds=DAY + 1 + i)).isoformat()
+        make_schedule(f"now{i}", "test.echo", {"kind": "interval", "every": 60, "anchor": anchor},
+                      now=T0 + timedelta(seconds=DAY))  # fmt: skip
+
+    with CaptureQueriesContext(connection) as queries:
+        claimed = [r.schedule_code for r in claim_at(DAY + 10, up_since=DAY, limit=4)]
+
+    assert claimed == ["now0", "now1", "now2", "back0"]
+    reads = [q for q in queries.captured_queries if '"schedules_schedule"."kwargs"' in q["sql"]]
+    assert len(reads) == 1
+
+
+@pytest.mark.django_db
 def test_when_current_slots_fill_every_batch_the_backlog_still_gets_half() -> None:
     """More slots fall due than a pass claims (a load beyond the machine): the
     backlog's schedules still run, or they would never run again."""
