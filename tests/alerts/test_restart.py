@@ -136,17 +136,19 @@ def test_a_restart_skips_the_downtimes_slots_and_runs_those_due_while_it_caught_
     assert during.error.startswith("1439 slot(s) missed")  # the day's 1,440 less the one run
 
 
+def due_after_the_restart(code: str, seconds: float) -> None:
+    """A one-minute schedule made at the restart, its first slot `seconds` after it."""
+    anchor = (T0 + timedelta(seconds=DAY + seconds)).isoformat()
+    spec = {"kind": "interval", "every": 60, "anchor": anchor}
+    make_schedule(code, "test.echo", spec, now=T0 + timedelta(seconds=DAY))
+
+
 @pytest.mark.django_db
 def test_a_slot_due_while_the_scheduler_catches_up_is_claimed_before_the_backlog() -> None:
     """Three schedules a day behind and one whose slot fell due after the restart, two
     claims a pass: the current slot goes in the first pass, not behind the backlog."""
     late_schedules("back", 3, misfire="once")
-    current = {
-        "kind": "interval",
-        "every": 60,
-        "anchor": (T0 + timedelta(seconds=DAY + 2)).isoformat(),
-    }
-    make_schedule("current", "test.echo", current, now=T0 + timedelta(seconds=DAY))
+    due_after_the_restart("current", 2)
 
     first = claim_at(DAY + 5, up_since=DAY, limit=2)
     second = claim_at(DAY + 5, up_since=DAY, limit=2)
@@ -161,12 +163,7 @@ def test_a_slot_due_while_the_scheduler_catches_up_is_claimed_before_the_backlog
 @pytest.mark.django_db
 def test_with_room_in_the_batch_one_read_claims_the_current_slot_first_then_the_backlog() -> None:
     late_schedules("back", 3, misfire="once")
-    current = {
-        "kind": "interval",
-        "every": 60,
-        "anchor": (T0 + timedelta(seconds=DAY + 2)).isoformat(),
-    }
-    make_schedule("current", "test.echo", current, now=T0 + timedelta(seconds=DAY))
+    due_after_the_restart("current", 2)
 
     claimed = [r.schedule_code for r in claim_at(DAY + 5, up_since=DAY, limit=5)]
 
@@ -182,9 +179,7 @@ def test_a_backlog_within_half_the_batch_is_claimed_from_one_read_with_the_curre
 
     late_schedules("back", 1, misfire="once")
     for i in range(5):
-        anchor = (T0 + timedelta(seconds=DAY + 1 + i)).isoformat()
-        make_schedule(f"now{i}", "test.echo", {"kind": "interval", "every": 60, "anchor": anchor},
-                      now=T0 + timedelta(seconds=DAY))  # fmt: skip
+        due_after_the_restart(f"now{i}", 1 + i)
 
     with CaptureQueriesContext(connection) as queries:
         claimed = [r.schedule_code for r in claim_at(DAY + 10, up_since=DAY, limit=4)]
@@ -200,9 +195,7 @@ def test_when_current_slots_fill_every_batch_the_backlog_still_gets_half() -> No
     backlog's schedules still run, or they would never run again."""
     late_schedules("back", 3, misfire="once")
     for i in range(4):
-        anchor = (T0 + timedelta(seconds=DAY + 1 + i)).isoformat()
-        make_schedule(f"now{i}", "test.echo", {"kind": "interval", "every": 60, "anchor": anchor},
-                      now=T0 + timedelta(seconds=DAY))  # fmt: skip
+        due_after_the_restart(f"now{i}", 1 + i)
 
     claimed = [r.schedule_code for r in claim_at(DAY + 10, up_since=DAY, limit=4)]
 
