@@ -151,6 +151,57 @@ def test_a_failure_is_emailed_through_a_real_smtp_server(site) -> None:
         smtp.stop()
 
 
+HEARTBEAT_RUNS_ON = (
+    "SELECT count(*) FILTER (WHERE r.status = 'succeeded'), "
+    "count(*) FILTER (WHERE r.status IN ('running', 'queued')) "
+    "FROM schedules_run r JOIN schedules_schedulerinstance i ON r.scheduler = i.id "
+    "WHERE r.schedule_code = 'heartbeat' AND i.pid = ?"
+)
+# No open incident, nothing left to notify, no run left by an earlier (killed) scheduler.
+SETTLED = (
+    "SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM schedules_incident WHERE closed_at IS NULL) "
+    "AND NOT EXISTS (SELECT 1 FROM schedules_notification WHERE status IN ('pending', 'sending')) "
+    "AND NOT EXISTS (SELECT 1 FROM schedules_run r JOIN schedules_schedulerinstance i "
+    "ON r.scheduler = i.id WHERE r.status IN ('running', 'queued') AND i.pid <> ?)"
+)
+
+
+def heartbeat_runs(site, pid: int) -> tuple[int, int]:
+    """The heartbeat's runs claimed by the scheduler `pid`: (succeeded, still running)."""
+    ((succeeded, busy),) = site.query(HEARTBEAT_RUNS_ON, pid)
+    return succeeded, busy
+
+
+def kill_between_runs(site, receiver) -> tuple[list[str], datetime]:
+    """Start the only scheduler and SIGKILL it while it holds no run of its own.
+
+    Returns the events notified before the kill and its time. The kill follows a
+    fresh success, so the next slot is most of an interval away; a kill that still
+    lands mid-run (a loaded machine) leaves a run the next scheduler records
+    `interrupted`, a real failure with its own `failed` and `recovered`: then that
+    next scheduler settles it and is killed in turn.
+    """
+    for _ in range(3):
+        victim = site.start()
+
+        def idle_after(seen: int, pid: int = victim.pid) -> bool:
+            succeeded, busy = heartbeat_runs(site, pid)
+            return succeeded > seen and not busy
+
+        wait_until(lambda: idle_after(0), what="a success", site=site)
+        # A slow start may already have made the first slot late: wait until it is over.
+        site.wait_for(SETTLED, victim.pid)
+        seen, _ = heartbeat_runs(site, victim.pid)
+        wait_until(lambda: idle_after(seen), what="a fresh success", site=site)  # noqa: B023
+        before = events(receiver, "heartbeat")
+        victim.send_signal(signal.SIGKILL)
+        victim.wait(timeout=10)
+        killed_at = datetime.now(UTC)
+        if not heartbeat_runs(site, victim.pid)[1]:  # dead: nothing it owns changes any more
+            return before, killed_at
+    raise AssertionError(f"no kill landed between runs\n{site.logs()}")
+
+
 def test_the_late_check_fires_when_the_only_scheduler_is_killed_and_another_starts(
     site,
 ) -> None:
@@ -158,20 +209,7 @@ def test_the_late_check_fires_when_the_only_scheduler_is_killed_and_another_star
     try:
         site.env.update(FAST, SILLO_NOTIFY=f"{receiver.url}/hook")
         site.schedule("heartbeat", "test.echo", {"kind": "interval", "every": 2}, misfire_grace=1)
-        only = site.start()
-        site.wait_for(
-            "SELECT 1 FROM schedules_run WHERE schedule_code='heartbeat' AND status='succeeded'"
-        )
-        # A slow start may already have made the first slot late: wait until it is over.
-        site.wait_for(
-            "SELECT 1 FROM schedules_schedule WHERE code='heartbeat' AND NOT EXISTS "
-            "(SELECT 1 FROM schedules_incident WHERE closed_at IS NULL)"
-        )
-        time.sleep(1)
-        before = events(receiver, "heartbeat")
-        only.send_signal(signal.SIGKILL)
-        only.wait(timeout=10)
-        killed_at = datetime.now(UTC)
+        before, killed_at = kill_between_runs(site, receiver)
         time.sleep(4)  # slots pass their grace with nobody alive
         successor = site.start()
         rows = site.wait_for(
