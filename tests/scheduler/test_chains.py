@@ -137,6 +137,32 @@ def test_a_cycle_is_refused_at_save_with_the_path() -> None:
 
 
 @pytest.mark.django_db
+def test_the_chain_graph_reads_the_schedules_with_follow_ups_not_every_schedule() -> None:
+    """Every save's cycle check and every schedule page read the graph: through the
+    partial index of the schedules that name follow-ups (a scan of 100,000 schedules'
+    JSON took 35 ms of a schedule page on PostgreSQL)."""
+    from django.db import connection, transaction
+
+    from schedules.chains import graph
+
+    for i in range(200):
+        make_schedule(f"plain-{i:03d}", "test.echo", HOUR)
+    make_schedule("c", "test.echo", HOUR)
+    make_schedule("b", "test.echo", HOUR, catch=["c"])
+    make_schedule("a", "test.echo", HOUR, then=["b", "c"])
+    assert graph() == {"a": [("then", "b"), ("then", "c")], "b": [("catch", "c")]}
+    read = Schedule.objects.with_follow_ups().values_list("code", "then", "catch")
+    with transaction.atomic(), connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("ANALYZE schedules_schedule")
+            # A table this small is read whole whatever the indexes; without that
+            # choice, the plan says whether the partial index fits the query.
+            cursor.execute("SET LOCAL enable_seqscan = off")
+        plan = read.explain()
+    assert "schedule_follow_ups_idx" in plan, plan
+
+
+@pytest.mark.django_db
 def test_an_unknown_follow_up_code_is_refused() -> None:
     with pytest.raises(InvalidChain) as caught:
         make_schedule("a", "test.echo", HOUR, then="b, nope")
