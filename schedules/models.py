@@ -449,8 +449,16 @@ def _parse_spec(spec_json: str, limits: Limits) -> Trigger:
 
 
 class Run(models.Model):
+    # No index of its own: run_history_idx leads with it. With a plain one too, PostgreSQL
+    # read the newest runs of a schedule holding most of the log through it and sorted
+    # them all (72 ms for 100,000 runs, against 0.1 ms in run_history_idx's order).
     schedule = models.ForeignKey(
-        Schedule, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs"
+        Schedule,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="runs",
+        db_index=False,
     )
     # Kept so the log outlives a deleted schedule.
     schedule_code = models.CharField(max_length=200)

@@ -304,3 +304,29 @@ def test_the_strips_outcomes_are_each_schedules_last_runs_as_stored_with_aware_t
             (r.pk, r.queued_at, r.started_at, r.finished_at) for r in reversed(stored)
         ]
         assert all(o.queued_at.utcoffset() == timedelta(0) for o in found[owner.pk])
+
+
+@pytest.mark.django_db
+def test_the_strip_reads_a_busy_schedules_newest_runs_in_index_order_not_all_of_them() -> None:
+    """One schedule holds most of the log: its strip still reads its newest runs in
+    run_history_idx's order and stops, rather than every run of it and a sort (what
+    PostgreSQL planned while a plain index on the schedule existed: 72 ms at 100,000)."""
+    from schedules.selectors import recent_outcomes
+
+    busy = make_schedule("strip-busy", "test.echo", every(60))
+    quiet = [make_schedule(f"strip-quiet-{i}", "test.echo", every(60)) for i in range(100)]
+    finished_runs(busy, [T - timedelta(seconds=i) for i in range(3_000)])
+    for owner in quiet:
+        finished_runs(owner, [T])
+    with CaptureQueriesContext(connection) as captured:
+        recent_outcomes([busy.pk, quiet[0].pk])
+    (query,) = captured.captured_queries
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("ANALYZE schedules_run")  # the statistics a busy log has
+            cursor.execute(f"EXPLAIN {query['sql']}")
+        else:
+            cursor.execute(f"EXPLAIN QUERY PLAN {query['sql']}")
+        plan = "\n".join(str(row[-1]) for row in cursor.fetchall())
+    assert "run_history_idx" in plan, plan
+    assert "Sort" not in plan and "TEMP B-TREE" not in plan, plan
