@@ -108,3 +108,13 @@ def plan_of(read, *, table: str = "schedules_run") -> str:
     with connection.cursor() as cursor:
         cursor.execute(f"EXPLAIN QUERY PLAN {sql}")
         return " ".join(str(row) for row in cursor.fetchall())
+
+
+def whole_table_reads(queries: list[dict], table: str) -> list[str]:
+    """The captured queries that read every row of `table`: from it, with no WHERE or LIMIT."""
+    quoted = f'FROM "{table}"'
+    return [
+        q["sql"]
+        for q in queries
+        if quoted in q["sql"] and " WHERE " not in q["sql"] and " LIMIT " not in q["sql"]
+    ]

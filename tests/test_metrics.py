@@ -10,8 +10,8 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from schedules import counters
-from schedules.models import Run, RunCounter, SchedulerInstance
-from tests.factories import every, make_schedule
+from schedules.models import Run, RunCounter, Schedule, SchedulerInstance
+from tests.factories import every, make_schedule, whole_table_reads
 
 pytestmark = pytest.mark.django_db
 TOKEN = "a-metrics-token-of-some-length"
@@ -145,6 +145,22 @@ def test_the_schedules_past_the_limit_are_summed_by_the_database_not_read_one_by
     fetched = [rows_of(q["sql"]) for q in captured.captured_queries if table in q["sql"]]
     # The labels (2), the two labelled schedules' counters (6), the others' names (3).
     assert sum(fetched) <= 2 + 6 + 3, fetched
+
+
+def test_a_scrape_reads_the_schedule_table_whole_once_for_the_status_counts(
+    client, settings
+) -> None:
+    """Only the status gauge needs every schedule; the runs in flight come from their
+    partial indexes (the run totals' sums over every schedule were read and dropped)."""
+    settings.SILLO_METRICS = "public"
+    make_schedule("a", "test.echo", every(60))
+    make_schedule("b", "test.echo", every(60), status="paused")
+    with CaptureQueriesContext(connection) as captured:
+        text = client.get("/metrics").content.decode()
+    assert 'sillo_schedules{status="paused"} 1.0' in text
+    assert 'sillo_runs_in_flight{status="running"} 0.0' in text
+    scans = whole_table_reads(captured.captured_queries, Schedule._meta.db_table)
+    assert len(scans) == 1 and "GROUP BY" in scans[0], scans
 
 
 def rows_of(sql: str) -> int:

@@ -27,7 +27,7 @@ from ..choices import ERROR_OUTCOMES, RunStatus
 from ..conf import setting
 from ..counters import DURATION_BUCKETS, INF, LATENESS_BUCKETS, exported_codes
 from ..models import Incident, RunCounter, Schedule, SchedulerInstance
-from ..selectors import run_totals
+from ..selectors import runs_in_flight
 
 OTHER = "_other"
 
@@ -121,10 +121,9 @@ class SilloCollector(Collector):
             value=claims["conflict"],
         )
 
-        totals = run_totals()
         in_flight = GaugeMetricFamily("sillo_runs_in_flight", "Runs now", labels=["status"])
-        for status in ("running", "queued"):
-            in_flight.add_metric([status], totals[status])
+        for status, n in runs_in_flight().items():
+            in_flight.add_metric([status], n)
         yield in_flight
 
         for kind, buckets, doc in (
