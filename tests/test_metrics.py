@@ -143,8 +143,35 @@ def test_the_schedules_past_the_limit_are_summed_by_the_database_not_read_one_by
     assert 'sillo_schedule_run_duration_seconds_sum{schedule="_other"} 0.19' in text
     table = RunCounter._meta.db_table
     fetched = [rows_of(q["sql"]) for q in captured.captured_queries if table in q["sql"]]
-    # The labels (2), the two labelled schedules' counters (6), the others' names (3).
-    assert sum(fetched) <= 2 + 6 + 3, fetched
+    # The labels (a batch of counters by id: 2 x FIRST_COUNTERS rows at most, of the
+    # 120), the two labelled schedules' counters (6), the others' names (3).
+    assert sum(fetched) <= 2 * counters.FIRST_COUNTERS + 6 + 3, fetched
+    # Every counter is aggregated once, for the others' sums; the labels group none.
+    grouped = [
+        q["sql"] for q in captured.captured_queries if table in q["sql"] and "GROUP BY" in q["sql"]
+    ]
+    assert len(grouped) == 1, grouped
+
+
+def test_the_labelled_schedules_are_the_first_counted_however_their_counters_grow(
+    monkeypatch,
+) -> None:
+    """First seen, not busiest, and read in batches: a label never moves to `_other`."""
+
+    def counted(*codes: str) -> None:  # one outcome batch: its counters created together
+        counters._add({(code, name): 1.0 for code in codes for name in ("runs:x", "runs:y")})
+
+    counted("b", "a")  # one batch, written in key order: a, then b
+    counted("c")
+    counted("a", "d")  # a's counters grow; d is new
+    for code in ("e", "f", "g", "h", "i"):
+        counted(code)
+    assert counters.exported_codes(0) == set()
+    assert counters.exported_codes(2) == {"a", "b"}
+    assert counters.exported_codes(4) == {"a", "b", "c", "d"}
+    assert counters.exported_codes(100) == set("abcdefghi")
+    monkeypatch.setattr(counters, "FIRST_COUNTERS", 1)  # batches of one row a label
+    assert counters.exported_codes(7) == set("abcdefg")
 
 
 def test_a_scrape_reads_the_schedule_table_whole_once_for_the_status_counts(
