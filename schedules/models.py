@@ -479,7 +479,10 @@ class Run(models.Model):
     error = models.TextField(blank=True)
     traceback = models.TextField(blank=True)
     result = models.JSONField(null=True, blank=True, decoder=StoredJSONDecoder)
-    scheduler = models.CharField(max_length=64, blank=True, db_index=True)
+    # No index: the runs of a scheduler are looked for only among the running ones
+    # (crash recovery), through run_running_idx. A plain index (and PostgreSQL's LIKE
+    # index beside it) cost every run's writes two index entries, read by nothing.
+    scheduler = models.CharField(max_length=64, blank=True)
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
