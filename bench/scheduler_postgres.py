@@ -138,7 +138,7 @@ def prepared_server(folder: Path) -> Iterator[tuple[str, dict, dict]]:
 def clear_tables(url: str) -> None:
     with psycopg.connect(url, autocommit=True) as db:
         db.execute("TRUNCATE schedules_run, schedules_schedule, schedules_schedulerinstance, "
-                   "schedules_runcounter CASCADE")  # fmt: skip
+                   "schedules_runcounter, schedules_countertotal CASCADE")  # fmt: skip
 
 
 def run_case(url: str, env: dict, schedulers: int, shape: dict, folder: Path) -> dict:

@@ -42,6 +42,7 @@ __all__ = [
     "IncidentEvent",
     "Notification",
     "RunCounter",
+    "CounterTotal",
     "Dispatch",
     "Misfire",
     "Overlap",
@@ -761,6 +762,7 @@ class ApiToken(models.Model):
 # Defined beside their concern, registered with the app by being imported here.
 from .alerts.models import (  # noqa: E402
     Channel,
+    CounterTotal,
     Incident,
     IncidentEvent,
     Notification,

@@ -126,31 +126,31 @@ def test_schedules_past_the_label_limit_are_summed_under_other(client, settings)
     assert "sillo_schedule_last_failure_timestamp_seconds{" in text
 
 
-def test_the_schedules_past_the_limit_are_summed_by_the_database_not_read_one_by_one(
+def test_the_schedules_past_the_limit_are_the_totals_less_the_labelled_not_every_counter(
     client, settings
 ) -> None:
-    """Every counter read into Python took most of a scrape at 10,000 schedules."""
+    """Summing the others' counters read every one: 222 ms of a scrape at 100,000
+    schedules with 7 counters each (SQLite). The totals are a few rows a name."""
     settings.SILLO_METRICS, settings.SILLO_METRICS_MAX_SCHEDULES = "public", 2
-    rows = [("runs:success", 1.0), ("duration:0.01", 1.0), ("duration_sum", 0.005)]
-    RunCounter.objects.bulk_create(
-        RunCounter(schedule_code=f"s{i:02}", name=name, value=value)
-        for i in range(40)
-        for name, value in rows
-    )
+    step = counters.in_steps(0.005)
+    for i in range(40):  # an outcome batch each, as the scheduler counts them
+        counters._add(
+            {(f"s{i:02}", "runs:success"): 1.0, (f"s{i:02}", "duration:0.01"): 1.0,
+             (f"s{i:02}", "duration_sum"): step}
+        )  # fmt: skip
     with CaptureQueriesContext(connection) as captured:
         text = client.get("/metrics").content.decode()
     assert 'sillo_schedule_runs_total{schedule="_other",status="success"} 38.0' in text
-    assert 'sillo_schedule_run_duration_seconds_sum{schedule="_other"} 0.19' in text
+    assert f'sillo_schedule_run_duration_seconds_sum{{schedule="_other"}} {38 * step}' in text
+    assert 'sillo_schedule_runs_total{schedule="s00",status="success"} 1.0' in text
     table = RunCounter._meta.db_table
     fetched = [rows_of(q["sql"]) for q in captured.captured_queries if table in q["sql"]]
     # The labels (a batch of counters by id: 2 x FIRST_COUNTERS rows at most, of the
-    # 120), the two labelled schedules' counters (6), the others' names (3).
+    # 120), the two labelled schedules' counters (6) and the totals (3 names).
     assert sum(fetched) <= 2 * counters.FIRST_COUNTERS + 6 + 3, fetched
-    # Every counter is aggregated once, for the others' sums; the labels group none.
-    grouped = [
-        q["sql"] for q in captured.captured_queries if table in q["sql"] and "GROUP BY" in q["sql"]
-    ]
-    assert len(grouped) == 1, grouped
+    reads = [part for q in captured.captured_queries for part in q["sql"].split("UNION ALL")]
+    summed = [sql for sql in reads if table in sql and ("GROUP BY" in sql or "SUM(" in sql)]
+    assert not summed, summed  # no counter is aggregated: the labels group none either
 
 
 def test_the_labelled_schedules_are_the_first_counted_however_their_counters_grow(

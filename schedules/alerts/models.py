@@ -220,3 +220,25 @@ class RunCounter(models.Model):
 
     def __str__(self) -> str:
         return f"{self.schedule_code} {self.name}={self.value:g}"
+
+
+class CounterTotal(models.Model):
+    """The run counters' sums by name, kept in a few rows per writing process, so that
+    /metrics sums the schedules past its label limit without reading every counter.
+
+    A process adds to its own shard only, so schedulers never wait on each other's
+    rows; the scheduler's retention rounds fold the shards into the base row ("")
+    (counters.fold_totals), so the rows stay few whatever the restarts.
+    """
+
+    shard = models.CharField(max_length=100)
+    name = models.CharField(max_length=40)
+    value = models.FloatField(default=0.0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["shard", "name"], name="counter_total_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.shard or 'base'} {self.name}={self.value:g}"

@@ -1,5 +1,6 @@
 """The retention timer: a bounded round of pruning runs and the audit trail (retention.py),
-and the run tallies older than the schedule page reads (run_tallies.py), beside the passes.
+the run tallies older than the schedule page reads (run_tallies.py), and folding the
+counter totals' shards (counters.py), beside the passes.
 
 Its own thread and database connection, so a pass never waits behind a round;
 one round at a time.
@@ -15,7 +16,7 @@ from functools import partial
 
 from django.db import connections
 
-from .. import run_tallies
+from .. import counters, run_tallies
 from ..conf import setting
 from . import retention
 from .dbcalls import db_call
@@ -61,5 +62,6 @@ class Pruner:
             await loop.run_in_executor(self._thread, partial(db_call, retention.prune_audit, audit))
             tallies = {"now": now}
             await loop.run_in_executor(self._thread, partial(db_call, run_tallies.prune, tallies))
+            await loop.run_in_executor(self._thread, partial(db_call, counters.fold_totals, {}))
         except Exception:
             logger.exception("pruning runs failed; trying again at the next round")

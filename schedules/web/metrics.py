@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterator
 
-from django.db.models import Count, Sum
+from django.db.models import Count
 from django.utils import timezone
 from prometheus_client.core import (
     CounterMetricFamily,
@@ -23,10 +23,11 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
+from .. import counters
 from ..choices import ERROR_OUTCOMES, RunStatus
 from ..conf import setting
 from ..counters import DURATION_BUCKETS, INF, LATENESS_BUCKETS, exported_codes
-from ..models import Incident, RunCounter, Schedule, SchedulerInstance
+from ..models import Incident, Schedule, SchedulerInstance
 from ..selectors import runs_in_flight
 
 OTHER = "_other"
@@ -42,20 +43,11 @@ def _cumulative(counts: dict[str, float], buckets) -> list[tuple[str, float]]:
 
 
 def _counter_rows(labelled: set[str]) -> Iterator[tuple[str, str, float]]:
-    """(label, name, value): each labelled schedule's counters, then the others' summed
-    by name in the database. Summed in Python, every counter read there, a scrape at
-    10,000 schedules (8 counters each, SQLite) took 118 ms; 68 ms this way."""
-    codes = sorted(labelled)
-    yield from RunCounter.objects.filter(schedule_code__in=codes).values_list(
-        "schedule_code", "name", "value"
-    )
-    others = (
-        RunCounter.objects.exclude(schedule_code__in=codes)
-        .order_by()
-        .values_list("name")
-        .annotate(total=Sum("value"))
-    )
-    for name, total in others:
+    """(label, name, value): each labelled schedule's counters, then the others' sums
+    by name (counters.read: from the totals, not by reading every counter)."""
+    rows, others = counters.read(labelled)
+    yield from rows
+    for name, total in sorted(others.items()):
         yield OTHER, name, total
 
 

@@ -13,8 +13,9 @@ from asgiref.sync import sync_to_async
 from django.db import OperationalError
 from django.utils import timezone
 
-from schedules import services
+from schedules import counters, services
 from schedules.models import (
+    CounterTotal,
     Run,
     RunReason,
     RunStatus,
@@ -453,10 +454,13 @@ async def test_finished_runs_are_pruned_as_part_of_normal_work(scheduler, clock,
     # thread, and a run this pass made could finish before or after the round read.
     paused = Schedule.objects.filter(code="pruned")
     await sync_to_async(paused.update)(status=ScheduleStatus.PAUSED)
+    shards = sync_to_async(lambda: set(CounterTotal.objects.values_list("shard", flat=True)))
+    assert counters.shard() in await shards()  # this process counted
     clock.advance(10)
     await scheduler.run_pass()  # the prune timer came round
     await scheduler.wait_idle()
     assert len(await runs_of("pruned")) == 3
+    assert await shards() == {counters.BASE}  # folded
     assert not await sync_to_async(RunTally.objects.filter(quarter=0).exists)()
     # This schedule's tallies: an earlier test's flush may leave other ids' rows behind.
     pruned = await schedule_of("pruned")
