@@ -9,7 +9,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from schedules import counters
+from schedules import counter_totals, counters
 from schedules.models import Run, RunCounter, Schedule, SchedulerInstance
 from tests.factories import every, make_schedule, whole_table_reads
 
@@ -132,7 +132,7 @@ def test_the_schedules_past_the_limit_are_the_totals_less_the_labelled_not_every
     """Summing the others' counters read every one: 222 ms of a scrape at 100,000
     schedules with 7 counters each (SQLite). The totals are a few rows a name."""
     settings.SILLO_METRICS, settings.SILLO_METRICS_MAX_SCHEDULES = "public", 2
-    step = counters.in_steps(0.005)
+    step = counter_totals.in_steps(0.005)
     for i in range(40):  # an outcome batch each, as the scheduler counts them
         counters._add(
             {(f"s{i:02}", "runs:success"): 1.0, (f"s{i:02}", "duration:0.01"): 1.0,
@@ -145,12 +145,33 @@ def test_the_schedules_past_the_limit_are_the_totals_less_the_labelled_not_every
     assert 'sillo_schedule_runs_total{schedule="s00",status="success"} 1.0' in text
     table = RunCounter._meta.db_table
     fetched = [rows_of(q["sql"]) for q in captured.captured_queries if table in q["sql"]]
-    # The labels (a batch of counters by id: 2 x FIRST_COUNTERS rows at most, of the
-    # 120), the two labelled schedules' counters (6) and the totals (3 names).
-    assert sum(fetched) <= 2 * counters.FIRST_COUNTERS + 6 + 3, fetched
+    # The labels, before and after (a batch of counters by id each: 2 x FIRST_COUNTERS
+    # rows at most, of the 120), the two labelled schedules' counters (6) and the
+    # totals (3 names).
+    assert sum(fetched) <= 2 * 2 * counters.FIRST_COUNTERS + 6 + 3, fetched
     reads = [part for q in captured.captured_queries for part in q["sql"].split("UNION ALL")]
     summed = [sql for sql in reads if table in sql and ("GROUP BY" in sql or "SUM(" in sql)]
     assert not summed, summed  # no counter is aggregated: the labels group none either
+
+
+def test_a_schedule_first_counted_during_a_scrape_is_not_in_other_first(
+    client, settings, monkeypatch
+) -> None:
+    """Counted between the labels' read and the counters', it would be in `_other`
+    for one scrape and under its own label the next: `_other` would fall."""
+    settings.SILLO_METRICS, settings.SILLO_METRICS_MAX_SCHEDULES = "public", 5
+    counters._add({("a", "runs:succeeded"): 1.0})
+    read = counter_totals.read
+
+    def counted_meanwhile(codes):
+        if "b" not in codes:
+            counters._add({("b", "runs:succeeded"): 1.0})  # another process commits
+        return read(codes)
+
+    monkeypatch.setattr(counter_totals, "read", counted_meanwhile)
+    text = client.get("/metrics").content.decode()
+    assert 'sillo_schedule_runs_total{schedule="b",status="succeeded"} 1.0' in text
+    assert 'schedule="_other"' not in text
 
 
 def test_the_labelled_schedules_are_the_first_counted_however_their_counters_grow(

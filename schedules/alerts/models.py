@@ -223,12 +223,9 @@ class RunCounter(models.Model):
 
 
 class CounterTotal(models.Model):
-    """The run counters' sums by name, kept in a few rows per writing process, so that
-    /metrics sums the schedules past its label limit without reading every counter.
-
-    A process adds to its own shard only, so schedulers never wait on each other's
-    rows; the scheduler's retention rounds fold the shards into the base row ("")
-    (counters.fold_totals), so the rows stay few whatever the restarts.
+    """The run counters' sums by name, a few rows per writer, so that /metrics sums
+    the schedules past its label limit without reading every counter
+    (schedules/counter_totals.py). The base shard ("") holds the folded ones.
     """
 
     shard = models.CharField(max_length=100)

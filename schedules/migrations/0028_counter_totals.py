@@ -3,11 +3,11 @@ from django.db.models import F, Sum
 from django.db.models.functions import Round
 
 SUMS = ("duration_sum", "lateness_sum")
-STEPS = 1024  # counters.SUM_STEPS, as of this migration
+STEPS = 16384  # counter_totals.SUM_STEPS, as of this migration
 
 
 def count_totals(apps, schema_editor) -> None:
-    """The sums of seconds to 1/1024 s steps (exact from now on), then the totals of
+    """The sums of seconds to 1/16384 s steps (exact from now on), then the totals of
     every counter so far, in the base shard."""
     RunCounter = apps.get_model("schedules", "RunCounter")
     CounterTotal = apps.get_model("schedules", "CounterTotal")

@@ -1,6 +1,7 @@
 """The retention timer: a bounded round of pruning runs and the audit trail (retention.py),
-the run tallies older than the schedule page reads (run_tallies.py), and folding the
-counter totals' shards (counters.py), beside the passes.
+the run tallies older than the schedule page reads (run_tallies.py), and the metrics'
+counter totals folded (and recounted at start and daily: counter_totals.py), beside the
+passes.
 
 Its own thread and database connection, so a pass never waits behind a round;
 one round at a time.
@@ -16,7 +17,7 @@ from functools import partial
 
 from django.db import connections
 
-from .. import counters, run_tallies
+from .. import counter_totals, run_tallies
 from ..conf import setting
 from . import retention
 from .dbcalls import db_call
@@ -29,6 +30,7 @@ class Pruner:
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sillo-prune")
         self._cursor = retention.Cursor()
         self._round: asyncio.Task | None = None
+        self._recounted_at: datetime | None = None
 
     @property
     def running(self) -> bool:
@@ -62,6 +64,12 @@ class Pruner:
             await loop.run_in_executor(self._thread, partial(db_call, retention.prune_audit, audit))
             tallies = {"now": now}
             await loop.run_in_executor(self._thread, partial(db_call, run_tallies.prune, tallies))
-            await loop.run_in_executor(self._thread, partial(db_call, counters.fold_totals, {}))
+            await loop.run_in_executor(self._thread, partial(db_call, counter_totals.fold, {}))
+            last = self._recounted_at
+            if last is None or now - last >= counter_totals.RECOUNT_EVERY:
+                await loop.run_in_executor(
+                    self._thread, partial(db_call, counter_totals.recount, {})
+                )
+                self._recounted_at = now
         except Exception:
             logger.exception("pruning runs failed; trying again at the next round")

@@ -23,7 +23,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from .. import counters
+from .. import counter_totals
 from ..choices import ERROR_OUTCOMES, RunStatus
 from ..conf import setting
 from ..counters import DURATION_BUCKETS, INF, LATENESS_BUCKETS, exported_codes
@@ -42,13 +42,34 @@ def _cumulative(counts: dict[str, float], buckets) -> list[tuple[str, float]]:
     return out
 
 
-def _counter_rows(labelled: set[str]) -> Iterator[tuple[str, str, float]]:
-    """(label, name, value): each labelled schedule's counters, then the others' sums
-    by name (counters.read: from the totals, not by reading every counter)."""
-    rows, others = counters.read(labelled)
-    yield from rows
-    for name, total in sorted(others.items()):
-        yield OTHER, name, total
+def _labels(limit: int) -> set[str]:
+    """The codes with their own label: the first counted, then the first schedules."""
+    labelled = exported_codes(limit)
+    if len(labelled) < limit:
+        for code in Schedule.objects.order_by("pk").values_list("code", flat=True)[:limit]:
+            if len(labelled) >= limit:
+                break
+            labelled.add(code)
+    return labelled
+
+
+def _counter_rows(limit: int) -> tuple[set[str], list[tuple[str, str, float]]]:
+    """(the labels, then (label, name, value) rows): each labelled schedule's counters,
+    then the others' sums by name (counter_totals.read, not every counter read).
+
+    The labels are read again after the counters: a schedule first counted between
+    the two reads would be in `_other` once, then under its own label, and `_other`
+    would fall (a reset to Prometheus). The labels grow as schedules are counted, so
+    the same labels after the read held during it.
+    """
+    labelled = _labels(limit)
+    for _ in range(3):
+        rows, others = counter_totals.read(labelled)
+        again = _labels(limit)
+        if again == labelled:
+            break
+        labelled = again
+    return labelled, [*rows, *((OTHER, name, total) for name, total in sorted(others.items()))]
 
 
 class SilloCollector(Collector):
@@ -56,17 +77,12 @@ class SilloCollector(Collector):
         now = timezone.now()
         stale_after = setting("SILLO_STALE_AFTER")
         limit = setting("SILLO_METRICS_MAX_SCHEDULES")
-        labelled = exported_codes(limit)
-        if len(labelled) < limit:
-            for code in Schedule.objects.order_by("pk").values_list("code", flat=True)[:limit]:
-                if len(labelled) >= limit:
-                    break
-                labelled.add(code)
+        labelled, counted = _counter_rows(limit)
 
         def label(code: str) -> str:
             return code if code in labelled else OTHER
 
-        # One read of every counter; summed per exported label.
+        # Summed per exported label.
         runs: dict[tuple[str, str], float] = defaultdict(float)
         hist: dict[str, dict[str, dict[str, float]]] = {
             "duration": defaultdict(dict),
@@ -77,7 +93,7 @@ class SilloCollector(Collector):
             "lateness": defaultdict(float),
         }
         claims: dict[str, float] = defaultdict(float)
-        for key, name, value in _counter_rows(labelled):
+        for key, name, value in counted:
             kind, _, rest = name.partition(":")
             if kind == "runs":
                 runs[(key, rest)] += value
