@@ -67,6 +67,12 @@ def upsert(model: type[Model], key: str, added: dict[tuple[str, str], float]) ->
         cursor.execute(sql, params)
 
 
+def _rows(sql: str, params: Iterable = ()) -> list[tuple]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, list(params))
+        return cursor.fetchall()
+
+
 _local = threading.local()
 
 
@@ -126,11 +132,9 @@ def recount() -> dict[str, float]:
         f"SELECT {name}, SUM(amount) FROM (SELECT {name}, {value} AS amount FROM {counters} "
         f"UNION ALL SELECT {name}, -{value} FROM {totals}) AS amounts GROUP BY {name}"
     )
-    with connection.cursor() as cursor:
-        cursor.execute(sql)
-        # To the steps, so the totals stay exact: a sum written off them meanwhile
-        # is rounded by the next recount.
-        found = {counter: in_steps(amount) for counter, amount in cursor.fetchall()}
+    # To the steps, so the totals stay exact: a sum written off them meanwhile is
+    # rounded by the next recount.
+    found = {counter: in_steps(amount) for counter, amount in _rows(sql)}
     corrections = {counter: amount for counter, amount in found.items() if amount}
     if corrections:
         with transaction.atomic():
@@ -152,9 +156,7 @@ def _round_off_steps() -> None:
         f"SELECT {pk}, {value} FROM {table} WHERE {name} IN (%s, %s) "
         f"AND {value} * {SUM_STEPS} <> ROUND({value} * {SUM_STEPS})"
     )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, SUMS)
-        off = cursor.fetchall()
+    off = _rows(sql, SUMS)
     if off:
         with transaction.atomic():
             for pk, amount in off:
@@ -177,9 +179,7 @@ def read(codes: Iterable[str]) -> tuple[list[tuple[str, str, float]], dict[str, 
             f"SELECT {code}, {name}, {value} FROM {counters} "
             f"WHERE {code} IN ({', '.join(['%s'] * len(codes))}) UNION ALL {sql}"
         )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, codes)
-        rows = cursor.fetchall()
+    rows = _rows(sql, codes)
     labelled = [row for row in rows if row[0] is not None]
     others: dict[str, float] = defaultdict(float)
     for counted, counter, amount in rows:
