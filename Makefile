@@ -42,9 +42,13 @@ lint: $(VENV)/.dev
 	$(VENV)/bin/ruff format --check .
 
 # Unbuffered, so a log cut short (a CI limit) ends at the test that was running.
+# Two pytest-xdist workers: most of the suite waits on the processes, servers and
+# browser it starts, and one test at a time left 2 cores more than half idle.
+# TEST_WORKERS=0 runs one test at a time, in pytest's own process.
+TEST_WORKERS ?= 2
 test: lint
-	PYTHONUNBUFFERED=1 $(PY) -m pytest -m "not production" $(PYTEST_ARGS)
-	PYTHONUNBUFFERED=1 $(PY) -m tests.production_profile $(PYTEST_ARGS)
+	PYTHONUNBUFFERED=1 $(PY) -m pytest -n $(TEST_WORKERS) -m "not production" $(PYTEST_ARGS)
+	PYTHONUNBUFFERED=1 $(PY) -m tests.production_profile -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 format: $(VENV)/.dev
 	$(VENV)/bin/ruff check --fix .

@@ -255,7 +255,7 @@ def main() -> None:
     events = int(RATE * (shape["warmup"] + shape["windows"] * shape["window"]))
     workdir = Path(tempfile.mkdtemp(prefix="sillo-bench-live-"))
     print(f"live views: {CLIENTS} clients, {RATE:.0f} events/s, {shape}", flush=True)
-    with redis() as redis_url:
+    with redis() as (redis_url, _pid):
         env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "sillo_dash.settings",

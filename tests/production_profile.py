@@ -23,6 +23,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 
 def free_port() -> int:
@@ -78,8 +79,13 @@ def postgres(*, durable: bool = False) -> Iterator[str]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+class RedisServer(NamedTuple):
+    url: str
+    pid: int
+
+
 @contextlib.contextmanager
-def redis() -> Iterator[str]:
+def redis() -> Iterator[RedisServer]:
     server = shutil.which("redis-server")
     if not server:
         raise FileNotFoundError("redis-server not found (apt-get install redis-server)")
@@ -98,12 +104,9 @@ def redis() -> Iterator[str]:
             process.kill()
             raise RuntimeError("redis-server did not start")
         time.sleep(0.05)
-    # The e2e test that stops Redis (SIGSTOP) to see nothing hang finds it by this.
-    os.environ["SILLO_TEST_REDIS_PID"] = str(process.pid)
     try:
-        yield f"redis://127.0.0.1:{port}/0"
+        yield RedisServer(f"redis://127.0.0.1:{port}/0", process.pid)
     finally:
-        os.environ.pop("SILLO_TEST_REDIS_PID", None)
         process.terminate()
         process.wait(10)
         shutil.rmtree(folder, ignore_errors=True)
@@ -112,7 +115,7 @@ def redis() -> Iterator[str]:
 def main(args: list[str]) -> int:
     ci = os.environ.get("CI") == "true"
     try:
-        with postgres() as database_url, redis() as redis_url:
+        with postgres() as database_url, redis() as (redis_url, _pid):
             env = {**os.environ, "DATABASE_URL": database_url, "REDIS_URL": redis_url}
             print(f"production profile: PostgreSQL {database_url}, Redis {redis_url}", flush=True)
             command = [sys.executable, "-m", "pytest", "-m", "not sqlite and not pure", *args]

@@ -1,9 +1,10 @@
 """Test settings: the product's settings plus an app of test tasks."""
 
 import os
+import urllib.parse
 
 from sillo_dash.settings import *  # noqa: F403
-from sillo_dash.settings import INSTALLED_APPS
+from sillo_dash.settings import CHANNEL_LAYERS, INSTALLED_APPS, REDIS_URL
 
 INSTALLED_APPS = [*INSTALLED_APPS, "tests.taskapp"]
 # The browser tests add tests.dupapp, which declares a duplicate task name.
@@ -21,6 +22,16 @@ for _name in ("SILLO_MIN_WORKERS", "SILLO_MAX_WORKERS", "SILLO_WORKER_BACKLOG"):
     if os.environ.get(_name):
         globals()[_name] = int(os.environ[_name])
 SILLO_SHUTDOWN_GRACE = float(os.environ.get("SILLO_SHUTDOWN_GRACE", "3"))
+
+# `make test` runs the suite in pytest-xdist workers (gw0, gw1, ...) that share one Redis
+# server: each gets a database of its own, or one worker's live-page events (the group
+# names are the same in every worker) would reach another's consumers. Set in the
+# environment as well, for the processes the tests start.
+_worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+if REDIS_URL and _worker.startswith("gw"):
+    REDIS_URL = urllib.parse.urlsplit(REDIS_URL)._replace(path=f"/{1 + int(_worker[2:])}").geturl()
+    os.environ["REDIS_URL"] = REDIS_URL
+    CHANNEL_LAYERS["default"]["CONFIG"]["hosts"][0]["address"] = REDIS_URL
 
 # A file-backed test database: the scheduler's own thread, task threads and
 # live servers each open connections, which in-memory SQLite cannot share
