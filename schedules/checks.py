@@ -261,3 +261,20 @@ def check_notify_urls(app_configs: object = None, **kwargs: object) -> list[Warn
         )
         for problem in env_problems()
     ]
+
+
+@register("schedules")
+def check_metrics_label_limit(app_configs: object = None, **kwargs: object) -> list[Warning]:
+    """A label limit out of range is bounded by the scrape; say so at start-up."""
+    from .web.metrics import label_limit  # prometheus_client, only for this setting
+
+    _used, problem = label_limit()
+    if not problem:
+        return []
+    return [
+        Warning(
+            f"SILLO_METRICS_MAX_SCHEDULES {problem}.",
+            hint='The schedules past it are summed under schedule="_other" in /metrics.',
+            id="schedules.W014",
+        )
+    ]

@@ -10,7 +10,10 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from schedules import counter_totals, counters
+from schedules.checks import check_metrics_label_limit
+from schedules.conf import DEFAULTS
 from schedules.models import Run, RunCounter, Schedule, SchedulerInstance
+from schedules.web import metrics
 from tests.factories import every, make_schedule, whole_table_reads
 
 pytestmark = pytest.mark.django_db
@@ -152,6 +155,36 @@ def test_the_schedules_past_the_limit_are_the_totals_less_the_labelled_not_every
     reads = [part for q in captured.captured_queries for part in q["sql"].split("UNION ALL")]
     summed = [sql for sql in reads if table in sql and ("GROUP BY" in sql or "SUM(" in sql)]
     assert not summed, summed  # no counter is aggregated: the labels group none either
+
+
+@pytest.mark.parametrize(
+    ("limit", "labelled", "said"),
+    [(10, 3, "got 10; using 3"), (-1, 0, "got -1; using 0"), ("5", 2, "got '5'; using 2")],
+)
+def test_a_label_limit_out_of_range_is_bounded_and_said_at_start(
+    client, settings, monkeypatch, limit, labelled, said
+) -> None:
+    """Each label is a name in one statement of the scrape, and SQLite binds at most
+    32,766: an unbounded limit failed every scrape past that many schedules."""
+    monkeypatch.setattr(metrics, "MAX_LABELLED", 3)
+    monkeypatch.setitem(DEFAULTS, "SILLO_METRICS_MAX_SCHEDULES", 2)
+    settings.SILLO_METRICS, settings.SILLO_METRICS_MAX_SCHEDULES = "public", limit
+    for code in "abcde":
+        counters._add({(code, "runs:succeeded"): 1.0})
+    text = client.get("/metrics").content.decode()
+    shown = [code for code in "abcde" if f'{{schedule="{code}",' in text]
+    assert shown == list("abcde"[:labelled])
+    other = f'sillo_schedule_runs_total{{schedule="_other",status="succeeded"}} {5 - labelled}.0'
+    assert other in text
+    [warning] = [m for m in check_metrics_label_limit() if m.id == "schedules.W014"]
+    assert said in warning.msg and "from 0 to 3" in warning.msg
+
+
+def test_a_label_limit_in_range_says_nothing(settings) -> None:
+    settings.SILLO_METRICS_MAX_SCHEDULES = 0
+    assert check_metrics_label_limit() == []
+    settings.SILLO_METRICS_MAX_SCHEDULES = metrics.MAX_LABELLED
+    assert check_metrics_label_limit() == []
 
 
 def test_a_schedule_first_counted_during_a_scrape_is_not_in_other_first(
