@@ -21,6 +21,7 @@ from django.db import DatabaseError, connections, router
 from django.utils.module_loading import import_string
 
 from . import chains, defaults
+from .conf import metrics_label_limit
 from .models import RunTally, Schedule
 from .notify.targets import env_problems
 from .registry import registry
@@ -266,9 +267,7 @@ def check_notify_urls(app_configs: object = None, **kwargs: object) -> list[Warn
 @register("schedules")
 def check_metrics_label_limit(app_configs: object = None, **kwargs: object) -> list[Warning]:
     """A label limit out of range is bounded by the scrape; say so at start-up."""
-    from .web.metrics import label_limit  # prometheus_client, only for this setting
-
-    _used, problem = label_limit()
+    _used, problem = metrics_label_limit()
     if not problem:
         return []
     return [

@@ -140,6 +140,22 @@ def _forget_read(**_kwargs: Any) -> None:
 setting_changed.connect(_forget_read, dispatch_uid="sillo-settings")
 
 
+# The most schedules with their own label. A scrape names them in one statement (SQLite
+# binds at most 32,766 values), and every label is a series per status and bucket.
+MAX_METRICS_LABELS = 10_000
+
+
+def metrics_label_limit() -> tuple[int, str]:
+    """(how many schedules get their own label, why SILLO_METRICS_MAX_SCHEDULES was not
+    taken as it is, or ""): a value out of range is bounded, never a failed scrape."""
+    value, highest = setting("SILLO_METRICS_MAX_SCHEDULES"), MAX_METRICS_LABELS
+    whole = isinstance(value, int) and not isinstance(value, bool)
+    used = min(max(value, 0), highest) if whole else DEFAULTS["SILLO_METRICS_MAX_SCHEDULES"]
+    if whole and used == value:
+        return used, ""
+    return used, f"must be a whole number from 0 to {highest:,}, got {value!r}; using {used:,}"
+
+
 # (name, lowest allowed, highest allowed) of the numeric settings checked at start.
 RANGES: tuple[tuple[str, float, float], ...] = (
     ("SILLO_RESYNC_INTERVAL", 0.01, 3600),

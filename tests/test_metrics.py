@@ -9,11 +9,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from schedules import counter_totals, counters
+from schedules import conf, counter_totals, counters
 from schedules.checks import check_metrics_label_limit
 from schedules.conf import DEFAULTS
 from schedules.models import Run, RunCounter, Schedule, SchedulerInstance
-from schedules.web import metrics
 from tests.factories import every, make_schedule, whole_table_reads
 
 pytestmark = pytest.mark.django_db
@@ -166,7 +165,7 @@ def test_a_label_limit_out_of_range_is_bounded_and_said_at_start(
 ) -> None:
     """Each label is a name in one statement of the scrape, and SQLite binds at most
     32,766: an unbounded limit failed every scrape past that many schedules."""
-    monkeypatch.setattr(metrics, "MAX_LABELLED", 3)
+    monkeypatch.setattr(conf, "MAX_METRICS_LABELS", 3)
     monkeypatch.setitem(DEFAULTS, "SILLO_METRICS_MAX_SCHEDULES", 2)
     settings.SILLO_METRICS, settings.SILLO_METRICS_MAX_SCHEDULES = "public", limit
     for code in "abcde":
@@ -183,7 +182,7 @@ def test_a_label_limit_out_of_range_is_bounded_and_said_at_start(
 def test_a_label_limit_in_range_says_nothing(settings) -> None:
     settings.SILLO_METRICS_MAX_SCHEDULES = 0
     assert check_metrics_label_limit() == []
-    settings.SILLO_METRICS_MAX_SCHEDULES = metrics.MAX_LABELLED
+    settings.SILLO_METRICS_MAX_SCHEDULES = conf.MAX_METRICS_LABELS
     assert check_metrics_label_limit() == []
 
 

@@ -25,26 +25,12 @@ from prometheus_client.registry import Collector
 
 from .. import counter_totals
 from ..choices import ERROR_OUTCOMES, RunStatus
-from ..conf import DEFAULTS, setting
+from ..conf import metrics_label_limit, setting
 from ..counters import DURATION_BUCKETS, INF, LATENESS_BUCKETS, exported_codes
 from ..models import Incident, Schedule, SchedulerInstance
 from ..selectors import runs_in_flight
 
 OTHER = "_other"
-# The most schedules with their own label. A scrape names them in one statement (SQLite
-# binds at most 32,766 values), and every label is a series per status and bucket.
-MAX_LABELLED = 10_000
-
-
-def label_limit() -> tuple[int, str]:
-    """(how many schedules get their own label, why SILLO_METRICS_MAX_SCHEDULES was not
-    taken as it is, or ""): a value out of range is bounded, never a failed scrape."""
-    value = setting("SILLO_METRICS_MAX_SCHEDULES")
-    whole = isinstance(value, int) and not isinstance(value, bool)
-    used = min(max(value, 0), MAX_LABELLED) if whole else DEFAULTS["SILLO_METRICS_MAX_SCHEDULES"]
-    if whole and used == value:
-        return used, ""
-    return used, f"must be a whole number from 0 to {MAX_LABELLED:,}, got {value!r}; using {used:,}"
 
 
 def _cumulative(counts: dict[str, float], buckets) -> list[tuple[str, float]]:
@@ -90,7 +76,7 @@ class SilloCollector(Collector):
     def collect(self) -> Iterator:
         now = timezone.now()
         stale_after = setting("SILLO_STALE_AFTER")
-        labelled, counted = _counter_rows(label_limit()[0])
+        labelled, counted = _counter_rows(metrics_label_limit()[0])
 
         def label(code: str) -> str:
             return code if code in labelled else OTHER
