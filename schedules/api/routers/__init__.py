@@ -1,5 +1,5 @@
 """One router per resource: schedules, runs, tasks, triggers, stats.
 
-Incidents get a router here (`incidents.py`, mounted in `api/urls.py`) once
-the app records them; until then the API has no incidents resource.
+Incidents (docs/alerts.md) have no resource yet: their router would be
+`incidents.py` here, mounted in `api/urls.py`.
 """
