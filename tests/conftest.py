@@ -26,6 +26,28 @@ BACKSTOP = 30.0
 _watched = pytest.StashKey[threading.Event]()
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker (make test runs two)
+        import pytest_timeout
+
+        pytest_timeout.timeout_timer = _timeout_to_stderr(pytest_timeout.timeout_timer)
+
+
+def _timeout_to_stderr(timeout_timer):
+    """A worker's stdout is /dev/null (execnet keeps the real one for its channel), and
+    pytest-timeout writes a hung test's stacks to stdout: they would be lost with the
+    worker. Stdout goes to stderr first, once the capture that restores it is suspended."""
+
+    def dump_to_stderr(item: pytest.Item, settings) -> None:
+        capture = item.config.pluginmanager.getplugin("capturemanager")
+        if capture:
+            capture.suspend_global_capture(item)
+        os.dup2(2, 1)
+        timeout_timer(item, settings)
+
+    return dump_to_stderr
+
+
 @pytest.hookimpl(tryfirst=True, optionalhook=True)
 def pytest_timeout_set_timer(item: pytest.Item, settings) -> None:
     if settings.timeout and settings.timeout > TASK_DUMP_LEAD and settings.method == "thread":
@@ -159,7 +181,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 # Tests that touch no database and no channel layer: the production pass would
 # repeat them unchanged, so they run once, in the SQLite pass.
-PURE = ("tests/timing/", "tests/test_architecture.py", "tests/test_bench_report.py")
+PURE = (
+    "tests/timing/",
+    "tests/test_architecture.py",
+    "tests/test_bench_report.py",
+    "tests/test_harness.py",
+)
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
