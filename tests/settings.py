@@ -3,6 +3,8 @@
 import os
 import urllib.parse
 
+from django.core.exceptions import ImproperlyConfigured
+
 from sillo_dash.settings import *  # noqa: F403
 from sillo_dash.settings import CHANNEL_LAYERS, INSTALLED_APPS, REDIS_URL
 
@@ -29,7 +31,10 @@ SILLO_SHUTDOWN_GRACE = float(os.environ.get("SILLO_SHUTDOWN_GRACE", "3"))
 # environment as well, for the processes the tests start.
 _worker = os.environ.get("PYTEST_XDIST_WORKER", "")
 if REDIS_URL and _worker.startswith("gw"):
-    REDIS_URL = urllib.parse.urlsplit(REDIS_URL)._replace(path=f"/{1 + int(_worker[2:])}").geturl()
+    _database = 1 + int(_worker[2:])
+    if _database > 15:  # a Redis server has 16 databases, and 0 is the profile's own
+        raise ImproperlyConfigured("the production pass runs at most 15 workers (TEST_WORKERS)")
+    REDIS_URL = urllib.parse.urlsplit(REDIS_URL)._replace(path=f"/{_database}").geturl()
     os.environ["REDIS_URL"] = REDIS_URL
     CHANNEL_LAYERS["default"]["CONFIG"]["hosts"][0]["address"] = REDIS_URL
 
