@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from zoneinfo import available_timezones
 
+from . import validation
 from .choices import Dispatch, Misfire, Overlap
 from .registry import Registry, registry
 
@@ -76,11 +77,13 @@ def json_problem(value: object) -> str:
 
 
 def kwargs_problem(task_name: str, kwargs: object, *, tasks: Registry = registry) -> str:
-    """Why these kwargs cannot be passed to the task (not an object, or not its signature)."""
+    """Why these kwargs cannot be passed to the task: the kwargs rules (the scheduler
+    refuses a run that breaks them), then the task's signature."""
     if not isinstance(kwargs, dict):
         return 'must be a JSON object, such as {"region": "eu"}'
-    if json_problem(kwargs):
-        return json_problem(kwargs)
+    rules = validation.kwargs_problem(kwargs)
+    if rules:
+        return rules.removeprefix("kwargs: ")  # the caller names the field
     declaration = tasks.get(task_name)
     if declaration is None:
         return ""  # an orphan's kwargs cannot be checked; it never runs anyway

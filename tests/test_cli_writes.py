@@ -95,7 +95,7 @@ def test_create_takes_the_tasks_declared_options_by_default() -> None:
         (["bad code", "--task", "test.echo", "--every", "60"],
          "code: Use letters, digits and . _ : - only"),
         (["x", "--task", "test.echo", "--every", "60", "--kwargs", '{"a": "\\u0000"}'],
-         "--kwargs: must not contain the NUL character"),
+         "--kwargs: kwargs.a: contains a NUL character"),
         (["x", "--task", "test.echo", "--spec",
           '{"kind": "interval", "every": 60, "seed": "\\u0000"}'],
          "trigger: must not contain the NUL character"),

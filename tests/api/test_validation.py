@@ -176,11 +176,24 @@ def test_preview_names_the_field_at_fault(as_role, field, body) -> None:
     assert field in errors_of(response), errors_of(response)
 
 
+def nested(depth: int) -> list:
+    value: list = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
 RUN_NOW_CASES = [
     ("kwargs", {"kwargs": {"message": "\x00"}}),
     ("kwargs", {"kwargs": [1]}),
     ("kwargs", {"kwargs": {"unexpected": True}}),
     ("extra", {"kwargs": {}, "extra": 1}),
+    # The kwargs rules a schedule's kwargs follow: the scheduler refuses a run that breaks
+    # them, so run-now must not queue one (it stored 2 MB kwargs, twice with the audit).
+    ("kwargs", {"kwargs": {"message": 2**70}}),
+    ("kwargs", {"kwargs": {"message": nested(40)}}),
+    ("kwargs", {"kwargs": {"message": "x" * 70_000}}),
+    ("kwargs", {"kwargs": {"message": "\ud800"}}),
 ]
 
 
