@@ -48,6 +48,16 @@ def clean_text(value: object) -> str:
     return str(value or "").replace("\x00", "").strip()[:MAX_TEXT]
 
 
+def converts_to_utc(moment: datetime) -> bool:
+    """Whether a moment has a UTC time: one a few hours from year 1 or 9999 may not, and
+    the database backends convert every filter's time to UTC (OverflowError, a 500)."""
+    try:
+        moment.astimezone(UTC)
+    except OverflowError:
+        return False
+    return True
+
+
 @dataclass
 class RunFilters:
     statuses: list[str] = field(default_factory=list)
@@ -99,6 +109,9 @@ class RunFilters:
                 continue
             if moment.tzinfo is None:
                 moment = moment.replace(tzinfo=zone)
+            if not converts_to_utc(moment):
+                found.problems.append(f"{name}: out of the range of dates ({text!r})")
+                continue
             setattr(found, name, moment)
         return found
 

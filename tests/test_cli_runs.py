@@ -33,6 +33,14 @@ def test_run_with_kwargs_that_do_not_fit_is_one_line_and_exit_2(report) -> None:
     assert Run.objects.count() == 0
 
 
+@pytest.mark.parametrize("bound", [("--since", "0001-01-01T00:00:00+01:00"),
+                                   ("--until", "9999-12-31T23:59:59-01:00")])  # fmt: skip
+def test_runs_between_dates_without_a_utc_time_is_one_line_and_exit_2(bound) -> None:
+    with pytest.raises(CommandError, match="out of the range of dates") as info:
+        cli("runs", *bound)
+    assert info.value.returncode == 2
+
+
 def test_rerun_queues_a_past_run_again_with_its_kwargs(report) -> None:
     old = Run.objects.create(
         schedule=report, schedule_code="report", task_name=report.task_name, reason="scheduled",

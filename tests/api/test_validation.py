@@ -220,6 +220,9 @@ LIST_CASES = [
     ("/runs?since=yesterday", "since"),
     ("/runs?since=2026-06-01T12:00:00", "since"),
     ("/runs?until=2026-13-01T00:00:00Z", "until"),
+    # Valid dates whose UTC time is past year 9999 or before year 1 (a 500 from the backend).
+    ("/runs?until=9999-12-31T23:59:59-01:00", "until"),
+    ("/runs?since=0001-01-01T00:00:00%2B01:00", "since"),
     ("/runs?limit=501", "limit"),
     ("/runs?cursor=!!!", "cursor"),
     ("/schedules?q=a%00b", "q"),

@@ -107,6 +107,16 @@ class TestThePage:
         assert "since: not a date and time" in html
         assert "unknown time window" in html
 
+    def test_a_date_without_a_utc_time_is_named_not_a_server_error(
+        self, client, viewer, two
+    ) -> None:
+        run = a_run(two[0])
+        client.force_login(viewer)
+        response = client.get("/runs/?since=0001-01-01T00:00:00%2B05:00")
+        assert response.status_code == 200
+        assert ids_on(response) == [run.pk]
+        assert "since: out of the range of dates" in response.content.decode()
+
     def test_cursor_pages_walk_every_run_once(self, client, viewer, two) -> None:
         alpha, _ = two
         moment = timezone.now()

@@ -12,6 +12,7 @@ from ninja import Field, Query, Router, Schema
 
 from ... import services
 from ...models import Run
+from ...run_filters import converts_to_utc
 from ...selectors import filtered_runs
 from ..auth import OPERATE, VIEW, caller, require
 from ..errors import ErrorOut, Problem
@@ -45,6 +46,8 @@ def list_runs(request: HttpRequest, filters: Query[RunFilters]):
         value = getattr(filters, name)
         if value is not None and value.utcoffset() is None:
             raise Problem(422, {name: "give a time zone offset, such as 2026-06-01T12:00:00Z"})
+        if value is not None and not converts_to_utc(value):
+            raise Problem(422, {name: "out of the range of dates"})
     runs = filtered_runs(
         statuses=filters.status,
         task_name=filters.task,
