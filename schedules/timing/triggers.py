@@ -426,10 +426,20 @@ def _parse_instant(
         raise InvalidTrigger(f"{what} '{value}' is not an ISO-8601 date and time") from None
     try:
         instant = _localized(parsed, what, value, tz)
-        to_utc(instant)  # a time whose UTC is before year 1 or after 9999 is refused here
+        utc = to_utc(instant)  # a time whose UTC is before year 1 or after 9999 is refused here
     except OverflowError:
         raise InvalidTrigger(f"{what} '{value}' is out of range") from None
+    if not SHOWN_RANGE[0] <= utc <= SHOWN_RANGE[1]:
+        # Pages show it in the viewer's zone: a day from the ends it would overflow there.
+        raise InvalidTrigger(f"{what} '{value}' is out of range (years 1 to 9999, a day in)")
     return instant
+
+
+# The instants every zone can show: UTC offsets are under a day.
+SHOWN_RANGE = (
+    datetime.min.replace(tzinfo=UTC) + timedelta(days=1),
+    datetime.max.replace(tzinfo=UTC) - timedelta(days=1),
+)
 
 
 def _localized(parsed: datetime, what: str, value: str, tz: str | None) -> datetime:

@@ -172,6 +172,9 @@ def test_the_admin_refuses_kwargs_that_break_the_rules(admin_client, kwargs, mes
         {"kind": "interval", "every": 1e308},
         {"kind": "date", "at": "0001-01-01T00:00:00+05:00"},
         {"kind": "date", "at": "9999-12-31T23:59:00-05:00"},
+        # In range in UTC, but not in a zone east of it: the list page overflowed there.
+        {"kind": "date", "at": "9999-12-31T23:30:00Z"},
+        {"kind": "interval", "every": 60, "anchor": "0001-01-01T01:00:00Z"},
         {"kind": "interval", "every": 60, "seed": "\ud800"},
         {"kind": "cron", "expression": "* * * * *", "tz": "Europe"},
     ],
@@ -190,6 +193,18 @@ def test_odd_triggers_are_field_errors_in_preview_builder_and_create(client, spe
     response = client.post("/schedules/new/", form)
     assert response.status_code == 422
     assert not Schedule.objects.exists()
+
+
+def test_the_latest_date_a_trigger_takes_shows_in_the_zones_at_both_ends(client) -> None:
+    services.schedule_create(
+        code="far", task_name="test.echo", trigger={"kind": "date", "at": "9999-12-30T23:00:00Z"}
+    )
+    login_as(client, "owner")
+    for zone in ("Pacific/Kiritimati", "Etc/GMT+12"):  # UTC+14 and UTC-12
+        client.cookies["tz"] = zone
+        response = client.get("/")
+        assert response.status_code == 200
+        assert "far" in response.content.decode()
 
 
 @pytest.mark.parametrize(
