@@ -45,7 +45,9 @@ class ScheduleFilters(Schema):
     outcome: Literal[("never", *RunStatus.values)] | None = None  # type: ignore[valid-type]
     flag: Literal[LIST_FLAGS] | None = None  # type: ignore[valid-type]
     limit: int = Field(default=100, ge=1, le=1000)
-    offset: int = Field(default=0, ge=0)
+    # Past 2**63 - 1 the database refuses the OFFSET itself (a 500); a billion rows is
+    # more schedules than any install holds, so a larger offset can only be a mistake.
+    offset: int = Field(default=0, ge=0, le=1_000_000_000)
 
 
 @router.get("/schedules", response={200: ScheduleList, **ERRORS})
