@@ -156,7 +156,7 @@ def _read_document(command: BaseCommand, file: str) -> Any:
         raise CommandError(f"{file} is over {MAX_IMPORT_BYTES // 2**20} MB", returncode=2)
     try:
         return json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, 4,300+ digit integers, nesting
         raise CommandError(f"{file} is not JSON: {exc}", returncode=2) from None
 
 

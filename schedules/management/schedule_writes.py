@@ -20,7 +20,7 @@ from schedules.management.cli import os_user
 from schedules.models import Schedule
 from schedules.presenters import schedule_data
 from schedules.registry import OPTION_NAMES, TaskOptions, registry
-from schedules.timing import trigger_from_spec
+from schedules.validation import InvalidKwargs, kwargs_from_text, parse_trigger, trigger_limits
 
 # Option name -> (flag, argparse type, help).
 OPTION_FLAGS: dict[str, tuple[str, Callable, str]] = {
@@ -156,10 +156,7 @@ def _trigger(options: dict[str, Any]) -> dict | None:
     """The trigger spec the options give (checked: InvalidTrigger), or None if none."""
     tz = options["tz"] or "UTC"
     if options["spec"] is not None:
-        try:
-            spec = json.loads(options["spec"])
-        except json.JSONDecodeError as exc:
-            raise CommandError(f"--spec: not valid JSON: {exc.msg}", returncode=2) from None
+        spec = _spec(options["spec"])
     elif options["cron"] is not None:
         spec = {"kind": "cron", "expression": options["cron"], "tz": tz}
     elif options["every"] is not None:
@@ -170,14 +167,37 @@ def _trigger(options: dict[str, Any]) -> dict | None:
         return None
     if inputs.json_problem(spec):
         raise CommandError(f"trigger: {inputs.json_problem(spec)}", returncode=2)
-    return trigger_from_spec(spec).to_spec()
+    # The validation gate, as the dashboard and the API: SILLO_TRIGGER_LIMITS, and
+    # anything odd the engine raises is refused as InvalidTrigger, not a traceback.
+    return parse_trigger(spec).to_spec()
 
 
-def _kwargs(text: str) -> object:
+def _spec(text: str) -> object:
+    """--spec's JSON value, read as the validation gate reads a spec given as text.
+
+    Parsed here, not by parse_trigger from the text, so that json_problem sees the
+    value first: NUL and NaN are refused with its reason, as for --every and --at.
+    The bound and the errors caught are the gate's own (timing.trigger_from_spec).
+    """
+    limit = trigger_limits().max_spec_bytes
+    if len(text) > limit:
+        raise CommandError(f"--spec: longer than {limit} characters", returncode=2)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise CommandError(f"--kwargs: not valid JSON: {exc.msg}", returncode=2) from None
+        raise CommandError(f"--spec: not valid JSON: {exc.msg}", returncode=2) from None
+    except (ValueError, RecursionError) as exc:  # 4,300+ digit integers, deep nesting
+        raise CommandError(f"--spec: not valid JSON: {exc}", returncode=2) from None
+
+
+def _kwargs(text: str) -> dict:
+    """--kwargs as `schedules run --kwargs` reads it: bounded, and any JSON that cannot be
+    read (huge integers, deep nesting) is one line. The gate names the field "kwargs";
+    here it is the option, as _check names it."""
+    try:
+        return kwargs_from_text(text)
+    except InvalidKwargs as exc:
+        raise CommandError(f"--kwargs: {str(exc).removeprefix('kwargs: ')}", returncode=2) from None
 
 
 def _given_options(options: dict[str, Any]) -> dict[str, Any]:
