@@ -93,20 +93,27 @@ def child_environment() -> dict[str, str]:
     return env
 
 
+def run_manage(
+    data: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    """`manage.py ARGS` in a child process on the SQLite database of the data folder `data`."""
+    child_env = {**child_environment(), "SILLO_DATA_DIR": str(data), **(env or {})}
+    child_env.pop("DATABASE_URL", None)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "manage.py"), *args],
+        capture_output=True,
+        text=True,
+        env=child_env,
+        timeout=120,
+    )
+
+
 @pytest.fixture
 def manage(tmp_path: Path):
     """Run `manage.py ...` in a child process with its own data folder."""
 
     def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-        child_env = {**child_environment(), "SILLO_DATA_DIR": str(tmp_path / "data"), **(env or {})}
-        child_env.pop("DATABASE_URL", None)
-        return subprocess.run(
-            [sys.executable, str(ROOT / "manage.py"), *args],
-            capture_output=True,
-            text=True,
-            env=child_env,
-            timeout=120,
-        )
+        return run_manage(tmp_path / "data", *args, env=env)
 
     return run
 

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, child_environment
+from tests.conftest import run_manage
 
 # The commands run on a SQLite data folder of their own (DATABASE_URL dropped): the
 # production pass would repeat them unchanged.
@@ -29,15 +28,7 @@ class Deployment:
         self.export = folder / "export.json"
 
     def manage(self, *args: str) -> subprocess.CompletedProcess:
-        env = {**child_environment(), "SILLO_DATA_DIR": str(self.folder / "data")}
-        env.pop("DATABASE_URL", None)
-        return subprocess.run(
-            [sys.executable, str(ROOT / "manage.py"), *args],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=120,
-        )
+        return run_manage(self.folder / "data", *args)
 
     def schedules(self) -> list[tuple[str, str, str]]:
         """(code, kwargs, trigger) of every stored schedule, read from the database file."""
