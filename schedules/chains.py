@@ -10,6 +10,7 @@ scheduler queues the runs (scheduler/chains.py); docs/chains.md says how.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from .choices import FollowKind
 from .conf import setting
@@ -127,8 +128,13 @@ def chain_problems(
     result_as: object = "",
     tasks: Registry = registry,
     edges: Graph | None = None,
+    known: Mapping[str, Any] | None = None,
 ) -> dict[str, str]:
-    """Why these follow-ups cannot be saved on schedule `code`, by field; {} if they can."""
+    """Why these follow-ups cannot be saved on schedule `code`, by field; {} if they can.
+
+    `known`: schedules by code (anything with `task_name` and `kwargs`) as they will
+    be, looked up before the database: an import checks its file as a whole.
+    """
     problems: dict[str, str] = {}
     lists = {"then": codes_of(then), "catch": codes_of(catch)}
     if not lists["then"] and not lists["catch"] and result_as in ("", None):
@@ -144,7 +150,9 @@ def chain_problems(
     if problems:
         return problems
     named = {c for codes in lists.values() for c in codes}
-    targets = {s.code: s for s in Schedule.objects.filter(code__in=sorted(named))}
+    targets = {c: known[c] for c in named if c in known} if known else {}
+    if unread := sorted(named - targets.keys()):
+        targets.update((s.code, s) for s in Schedule.objects.filter(code__in=unread))
     for field, codes in lists.items():
         missing = [c for c in codes if c not in targets and c != code]
         if missing:

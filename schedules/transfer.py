@@ -6,8 +6,9 @@ Each entry holds the task, trigger spec, kwargs, zone, status and execution
 options; counters, next slots and runs are state, never exported.
 
 An import is planned first (`plan_import`): every entry is checked as the
-dashboard's form checks it (inputs.schedule_problems, the trigger gate), and
-any problem refuses the whole import with its reason; otherwise the plan
+dashboard's form checks it (inputs.schedule_problems, the trigger gate), the
+follow-ups as the whole file leaves them (chains.chain_problems), and any
+problem refuses the whole import with its reason; otherwise the plan
 lists what would be created, changed (field: before -> after) or left alone.
 `apply_import` carries the plan out through the services (audited, via the
 caller's channel) in one transaction. Schedules missing from the file are
@@ -23,7 +24,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from . import services
+from . import chains, services
 from .choices import ScheduleStatus
 from .inputs import schedule_problems
 from .models import Schedule
@@ -125,15 +126,84 @@ def plan_import(document: object, *, tasks: Registry = registry) -> ImportPlan:
             if getattr(current, name) != value
         }
         changes.append(Change(code, "update" if differences else "same", wanted, differences))
+    problems += _chain_problems(changes, tasks)
     if problems:
         raise ImportRefused(problems)
     return ImportPlan(changes)
 
 
+def _links(change: Change, tasks: Registry) -> dict[str, Any]:
+    """The follow-up fields a change leaves its schedule with: the file's, else (a new
+    schedule) its task's declared ones, as schedule_create takes them."""
+    declaration = tasks.get(str(change.fields.get("task_name")))
+    return {
+        name: change.fields[name] if name in change.fields
+        else getattr(declaration.options, name) if declaration is not None else ""
+        for name in chains.CHAIN_FIELDS
+    }  # fmt: skip
+
+
+def _chain_problems(changes: list[Change], tasks: Registry) -> list[str]:
+    """The follow-ups checked as they will be once the whole file is in: a schedule
+    may name one the file creates, listed after it (an export lists them by code)."""
+    links = {change.code: _links(change, tasks) for change in changes}
+    linked = [code for code, fields in links.items() if any(fields.values())]
+    if not linked:
+        return []
+    edges = chains.graph()
+    named: set[str] = set()
+    for code, fields in links.items():
+        follows = [(kind, c) for kind in ("then", "catch")
+                   for c in chains.codes_of(fields[kind]) if isinstance(c, str)]  # fmt: skip
+        edges[code] = follows
+        named.update(c for _, c in follows)
+    known: dict[str, Any] = {s.code: s for s in Schedule.objects.filter(code__in=sorted(named))}
+    known.update((c.code, _Planned(c.fields["task_name"], c.fields.get("kwargs", {})))
+                 for c in changes)  # fmt: skip
+    problems = []
+    for code in linked:
+        found = chains.chain_problems(code=code, **links[code], tasks=tasks, edges=edges,
+                                      known=known)  # fmt: skip
+        problems += [f"{code}: {name}: {text}" for name, text in found.items()]
+    return problems
+
+
+@dataclass(frozen=True)
+class _Planned:
+    """A schedule as the import leaves it, for the follow-up checks."""
+
+    task_name: str
+    kwargs: Any
+
+
+def _follow_ups_first(changes: list[Change], tasks: Registry) -> list[Change]:
+    """The changes in an order where each schedule's follow-ups in the file are saved
+    before it: each save passes the chain gate against the schedules saved so far.
+    The plan refused cycles, so the order exists."""
+    by_code = {change.code: change for change in changes}
+    ordered: list[Change] = []
+    done: set[str] = set()
+
+    def visit(code: str, trail: frozenset[str]) -> None:
+        if code in done or code in trail:
+            return
+        links = _links(by_code[code], tasks)
+        for kind in ("then", "catch"):
+            for follow in chains.codes_of(links[kind]):
+                if follow in by_code:
+                    visit(follow, trail | {code})
+        done.add(code)
+        ordered.append(by_code[code])
+
+    for change in changes:
+        visit(change.code, frozenset())
+    return ordered
+
+
 def apply_import(plan: ImportPlan, *, by: services.Actor, via: str = "") -> ImportPlan:
     """Carry out a plan through the services, all or nothing."""
     with transaction.atomic():
-        for change in plan.changes:
+        for change in _follow_ups_first(plan.changes, registry):
             if change.kind == "same":
                 continue
             fields = dict(change.fields)

@@ -221,3 +221,67 @@ async def test_under_asgi_the_export_is_an_async_stream(async_client) -> None:
     chunks = [chunk async for chunk in response.streaming_content]
     assert len(chunks) == 3
     assert sum(chunk.count(b"\n") for chunk in chunks) == 1200
+
+
+def test_a_chain_survives_export_and_import_whatever_the_order_of_its_schedules(tmp_path) -> None:
+    """An export lists schedules by code; a follow-up later in the file than the one
+    naming it must not make the import (or its dry run) refuse the chain."""
+    from schedules import services
+
+    services.schedule_create(code="zeta", task_name="test.echo", trigger=every(60))
+    services.schedule_create(code="alpha", task_name="test.echo", trigger=every(60),
+                             then=["zeta"], catch=["zeta"])  # fmt: skip
+    path = tmp_path / "chain.json"
+    cli("export", "--output", str(path))
+    Schedule.objects.all().delete()
+
+    assert "2 to create" in cli("import", str(path), "--dry-run")
+    cli("import", str(path))
+
+    alpha = Schedule.objects.get(code="alpha")
+    assert (alpha.then, alpha.catch) == (["zeta"], ["zeta"])
+
+
+@pytest.mark.parametrize(
+    ("links", "problem"),
+    [
+        ({"alpha": ["nope"]}, "alpha: then: no schedule 'nope'"),
+        ({"alpha": ["beta"], "beta": ["alpha"]}, "a cycle: alpha then beta then alpha"),
+    ],
+)
+def test_a_dry_run_refuses_the_chains_the_import_would_refuse(tmp_path, links, problem) -> None:
+    document = {"format": transfer.FORMAT, "version": transfer.VERSION, "schedules": {
+        code: {"task_name": "test.echo", "trigger": every(60), "then": then}
+        for code, then in links.items()
+    }}  # fmt: skip
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(document))
+
+    for extra in (["--dry-run"], []):
+        with pytest.raises(CommandError) as refused:
+            cli("import", str(path), *extra)
+        assert refused.value.returncode == 2
+        assert "import refused, nothing changed" in str(refused.value)
+        assert problem in str(refused.value)
+    assert not Schedule.objects.exists()
+
+
+def test_result_as_is_checked_against_a_follow_up_the_file_creates(tmp_path) -> None:
+    """test.fail takes only `message`: a follow-up it would receive `data` in cannot run."""
+    entries = {
+        "alpha": {"task_name": "test.echo", "trigger": every(60), "then": ["beta"],
+                  "result_as": "data"},
+        "beta": {"task_name": "test.fail", "trigger": every(60)},
+    }  # fmt: skip
+    path = tmp_path / "result_as.json"
+    document = {"format": transfer.FORMAT, "version": transfer.VERSION, "schedules": entries}
+    path.write_text(json.dumps(document))
+
+    with pytest.raises(CommandError) as refused:
+        cli("import", str(path), "--dry-run")
+    assert "alpha: result_as: beta (test.fail) does not take data" in str(refused.value)
+
+    entries["beta"]["task_name"] = "test.echo"  # takes any keyword
+    path.write_text(json.dumps(document))
+    cli("import", str(path))
+    assert Schedule.objects.get(code="alpha").result_as == "data"
