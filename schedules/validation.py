@@ -250,7 +250,21 @@ class StoredJSONDecoder(json.JSONDecoder):
     and the trigger parser then refuse with a reason.
     """
 
+    def __new__(cls, *args: Any, **kwargs: Any) -> StoredJSONDecoder:
+        # Django's JSONField reads every value with json.loads(value, cls=decoder),
+        # which builds a decoder and its scanner each time: 4 µs, and a schedule row
+        # holds five such values (a claim reads hundreds of rows). A decoder keeps no
+        # state between calls (json.loads without `cls` shares one too), so the plain
+        # construction returns one shared instance; one with options is its own.
+        if args or kwargs:
+            return super().__new__(cls)
+        if "_shared" not in cls.__dict__:
+            cls._shared = super().__new__(cls)
+        return cls._shared
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if not (args or kwargs) and "scan_once" in self.__dict__:
+            return  # the shared instance, set up already
         kwargs.setdefault("parse_int", _parse_int)
         super().__init__(*args, **kwargs)
 

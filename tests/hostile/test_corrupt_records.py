@@ -159,3 +159,21 @@ async def test_a_manual_run_of_a_schedule_with_a_corrupt_trigger_is_recorded(
     await scheduler.wait_idle()
     assert [r.status for r in await runs_of("odd")] == [RunStatus.SUCCEEDED]
     assert (await reload(odd)).last_outcome == RunStatus.SUCCEEDED
+
+
+def test_reads_share_one_decoder_which_still_reads_whatever_a_record_holds() -> None:
+    """Django's JSONField builds a decoder for every value it reads; this one is built
+    once, and a decoder given options is its own (the shared one keeps its rules)."""
+    import json
+    from decimal import Decimal
+
+    from schedules.validation import HugeInt, StoredJSONDecoder
+
+    assert StoredJSONDecoder() is StoredJSONDecoder()
+    huge = json.loads('{"n": ' + "9" * 5000 + "}", cls=StoredJSONDecoder)["n"]
+    assert isinstance(huge, HugeInt) and huge == "9" * 5000
+    with pytest.raises(json.JSONDecodeError, match="nested too deeply"):
+        json.loads("[" * 100_000 + "]" * 100_000, cls=StoredJSONDecoder)
+    exact = StoredJSONDecoder(parse_float=Decimal)
+    assert exact is not StoredJSONDecoder() and exact.decode("[1.5]") == [Decimal("1.5")]
+    assert StoredJSONDecoder().decode("[1.5, 7]") == [1.5, 7]
