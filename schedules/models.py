@@ -424,7 +424,7 @@ class Schedule(models.Model):
             return preview_times(
                 trigger, count=count, after=after, zone=zone, operator_zone=operator_zone
             )
-        except (InvalidTrigger, OverflowError, ValueError):
+        except InvalidTrigger:
             return []  # shown as "invalid" by its flag; the page still renders
 
 

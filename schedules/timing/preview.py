@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime, tzinfo
 
 from .base import Trigger
+from .errors import InvalidTrigger
 
 
 def preview_times(
@@ -18,10 +19,14 @@ def preview_times(
     """The next `count` fire times after `after`, each as (in `zone`, in `operator_zone`).
 
     Without an operator zone both sides are in `zone`. Every page, the CLI and
-    the live preview list fire times through this one function.
+    the live preview list fire times through this one function, so this is where
+    a time that no zone can show (near year 1 or 9999) becomes InvalidTrigger.
     """
     other = operator_zone or zone
-    return [(t.astimezone(zone), t.astimezone(other)) for t in trigger.preview(count, after)]
+    try:
+        return [(t.astimezone(zone), t.astimezone(other)) for t in trigger.preview(count, after)]
+    except (OverflowError, ValueError) as exc:
+        raise InvalidTrigger(f"trigger: cannot compute fire times: {exc}") from None
 
 
 def display_zone(trigger: Trigger) -> str:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
+
+from django.utils import timezone
 
 from ..defaults import is_default_record
 from ..flags import Flag, describe
-from ..models import Run, Schedule
+from ..models import Run, Schedule, ScheduleStatus
 from ..registry import Registry, registry
 from ..selectors import active_runs, recent_outcomes
 from ..services import allowed_verbs
@@ -29,6 +32,20 @@ class ScheduleRow:
     @property
     def pk(self) -> int:
         return self.schedule.pk
+
+    @property
+    def next_run(self) -> datetime | None:
+        """The next slot of an active schedule, if the operator's zone can show it: a
+        record saved before triggers were kept a day from year 9999's end (or edited
+        by hand) has none east of UTC. Its flag says why the trigger is invalid."""
+        at = self.schedule.next_run_at
+        if at is None or self.schedule.status != ScheduleStatus.ACTIVE:
+            return None
+        try:
+            timezone.localtime(at)
+        except OverflowError:
+            return None
+        return at
 
 
 def build_rows(schedules: list[Schedule], user, tasks: Registry = registry) -> list[ScheduleRow]:

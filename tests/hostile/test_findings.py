@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -205,6 +206,29 @@ def test_the_latest_date_a_trigger_takes_shows_in_the_zones_at_both_ends(client)
         response = client.get("/")
         assert response.status_code == 200
         assert "far" in response.content.decode()
+
+
+def test_a_date_stored_before_the_range_check_still_lists_in_every_zone(client) -> None:
+    """A record saved before the last day of year 9999 was refused (or written by hand):
+    east of UTC its fire time has no local date. The pages show it as they can."""
+    far = services.schedule_create(
+        code="far", task_name="test.echo", trigger={"kind": "date", "at": "9999-12-30T23:00:00Z"}
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE schedules_schedule SET trigger = %s WHERE id = %s",
+            [json.dumps({"kind": "date", "at": "9999-12-31T23:30:00+00:00"}), far.pk],
+        )
+    Schedule.objects.filter(pk=far.pk).update(
+        next_run_at=datetime(9999, 12, 31, 23, 30, tzinfo=UTC)
+    )
+    login_as(client, "owner")
+    for zone in ("Pacific/Kiritimati", "Etc/GMT+12", "UTC"):
+        client.cookies["tz"] = zone
+        for path in ("/", f"/schedules/{far.pk}/"):
+            response = client.get(path)
+            assert response.status_code == 200, (zone, path)
+            assert "far" in response.content.decode()
 
 
 @pytest.mark.parametrize(
