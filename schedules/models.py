@@ -9,7 +9,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from django.conf import settings
-from django.core.validators import RegexValidator
+from django.core.validators import MinValueValidator, RegexValidator
 from django.db import DEFAULT_DB_ALIAS, connections, models
 from django.db.models import Case, Count, ExpressionWrapper, F, Q, When
 from django.db.models.functions import Now
@@ -278,14 +278,17 @@ class Schedule(models.Model):
         max_length=16, choices=ScheduleSource.choices, default=ScheduleSource.OPERATOR
     )
 
+    # The validators say what the check constraints below say, as field errors: the
+    # services validate in Python, not with a query per constraint (services.py).
     timeout = models.FloatField(
         null=True,
         blank=True,
+        validators=[MinValueValidator(0)],
         help_text="seconds; empty: the default (SILLO_DEFAULT_TIMEOUT, 1 hour); 0: no timeout",
     )
-    max_attempts = models.PositiveIntegerField(default=1)
+    max_attempts = models.PositiveIntegerField(default=1, validators=[MinValueValidator(1)])
     retry_delay = models.FloatField(default=10.0, help_text="seconds before the first retry")
-    max_instances = models.PositiveIntegerField(default=1)
+    max_instances = models.PositiveIntegerField(default=1, validators=[MinValueValidator(1)])
     overlap = models.CharField(max_length=16, choices=Overlap.choices, default=Overlap.SKIP)
     misfire = models.CharField(max_length=16, choices=Misfire.choices, default=Misfire.SKIP)
     misfire_grace = models.FloatField(default=60.0, help_text="seconds")
