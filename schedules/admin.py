@@ -7,6 +7,7 @@ from django.contrib import admin, messages
 from django.utils import timezone
 
 from . import chains, services, tokens
+from .inputs import schedule_problems
 from .models import (
     ApiToken,
     AuditEvent,
@@ -107,10 +108,16 @@ class ScheduleAdminForm(forms.ModelForm):
             if data.get(name) in (None, ""):
                 data[name] = Schedule._meta.get_field(name).default
         if "kwargs" in data and data.get("task_name"):
-            try:
-                services.checked_kwargs(data["kwargs"], data["task_name"])
-            except InvalidKwargs as exc:
-                self.add_error("kwargs", str(exc).removeprefix("kwargs: "))
+            # The checks the form, the API, the CLI and imports make: a task this code
+            # runs, kwargs that fit it, a known zone, options within their limits.
+            problems = schedule_problems(
+                task_name=data["task_name"], kwargs=data["kwargs"], tz=data.get("tz") or "",
+                options={name: data[name] for name in OPTION_NAMES if name in data},
+                current_task=self.instance.task_name if self.instance.pk else None,
+            )  # fmt: skip
+            for name, problem in problems.items():
+                if name in self.fields and name not in self.errors:
+                    self.add_error(name, problem)
         data["then"] = chains.codes_of(data.get("then"))
         data["catch"] = chains.codes_of(data.get("catch"))
         code = self.instance.code if self.instance.pk else data.get("code")

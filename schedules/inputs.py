@@ -15,7 +15,7 @@ from functools import lru_cache
 from zoneinfo import available_timezones
 
 from . import validation
-from .choices import Dispatch, Misfire, Overlap
+from .choices import Dispatch, Misfire, Overlap, RateMode
 from .registry import Registry, registry
 
 # Inclusive bounds of the numeric options: beyond these a value is a typo, and
@@ -28,13 +28,20 @@ OPTION_LIMITS: dict[str, tuple[float, float]] = {
     "max_instances": (1, 1000),
     "misfire_grace": (0.0, 365 * DAY),
     "priority": (-1_000_000, 1_000_000),
+    # None: no limit. Period 0 failed every run after the first (a division by it),
+    # and a negative limit or period switched the limit off.
+    "rate_limit": (1, 1_000_000),
+    "rate_period": (0.001, 365 * DAY),
 }
 OPTION_CHOICES: dict[str, list[str]] = {
     "overlap": list(Overlap.values),
     "misfire": list(Misfire.values),
     "dispatch": list(Dispatch.values),
+    "rate_mode": list(RateMode.values),
 }
-INTEGER_OPTIONS = ("max_attempts", "max_instances", "priority")
+INTEGER_OPTIONS = ("max_attempts", "max_instances", "priority", "rate_limit")
+# Options whose None means "the default" or "none": not checked.
+NULLABLE_OPTIONS = ("timeout", "rate_limit")
 
 
 @lru_cache(maxsize=1)
@@ -98,7 +105,7 @@ def option_problems(options: Mapping[str, object]) -> dict[str, str]:
     """Problems of the given execution options (absent ones are not checked)."""
     problems = {}
     for name, (low, high) in OPTION_LIMITS.items():
-        if name not in options or (name == "timeout" and options[name] is None):
+        if name not in options or (name in NULLABLE_OPTIONS and options[name] is None):
             continue
         value = options[name]
         integer = name in INTEGER_OPTIONS

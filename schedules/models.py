@@ -294,9 +294,15 @@ class Schedule(models.Model):
     misfire_grace = models.FloatField(default=60.0, help_text="seconds")
     priority = models.IntegerField(default=0)
     rate_limit = models.PositiveIntegerField(
-        null=True, blank=True, help_text="at most this many runs per rate period (all processes)"
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="at most this many runs per rate period (all processes)",
     )
-    rate_period = models.FloatField(default=60.0, help_text="seconds")
+    # Positive: a bucket refills by rate / period (pipeline.py refuses the rest at run time).
+    rate_period = models.FloatField(
+        default=60.0, validators=[MinValueValidator(0.001)], help_text="seconds"
+    )
     rate_mode = models.CharField(
         max_length=8, choices=RateMode.choices, default=RateMode.SKIP,
         help_text="over the limit: skip the run, or wait until a token is free",

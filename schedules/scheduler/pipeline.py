@@ -13,6 +13,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from .. import ratelimit
@@ -139,8 +140,8 @@ def rate_limit(
     Over the limit, `mode="skip"` records the run skipped with the limit as the
     reason; `mode="wait"` puts it back in the queue until a token is free.
     """
-    if rate < 1 or per <= 0:
-        raise ValueError("rate_limit needs rate >= 1 and per > 0")
+    if problem := _bucket_problem(rate, per):
+        raise ValueError(f"rate_limit needs {problem}")
     if mode not in ("skip", "wait"):
         raise ValueError("rate_limit mode must be skip or wait")
 
@@ -155,10 +156,27 @@ def schedule_rate_limit(handler: Handler, run: RunContext) -> Handler:
     """The schedule's own limit (`rate_limit` runs per `rate_period`), if it has one."""
     if not run.rate_limit:
         return handler
+    if problem := _bucket_problem(run.rate_limit, run.rate_period):
+        # A record edited past the checks (forms, API, admin and imports refuse it):
+        # each run fails saying so, and the scheduler carries on.
+        reason = f"the schedule's rate limit cannot apply: it needs {problem}; fix the schedule"
+        return partial(_refuse, reason)
     return _limited(
         handler, f"schedule:{run.schedule_id}", rate=run.rate_limit, per=run.rate_period,
         mode=run.rate_mode, clock=time.time,
     )  # fmt: skip
+
+
+def _bucket_problem(rate: object, per: object) -> str:
+    """Why a token bucket of `rate` runs per `per` seconds cannot work, or ""."""
+    whole = isinstance(rate, int) and not isinstance(rate, bool)
+    if not whole or rate < 1 or not isinstance(per, int | float) or not per > 0:
+        return f"rate >= 1 and per > 0 (got rate {rate!r}, per {per!r})"
+    return ""
+
+
+async def _refuse(reason: str, run: RunContext) -> Any:
+    raise ValueError(reason)
 
 
 def _limited(handler: Handler, bucket: str, *, rate: int, per: float, mode: str, clock):

@@ -129,6 +129,25 @@ def test_the_admin_refuses_a_never_firing_trigger(admin_client) -> None:
     assert not Schedule.objects.exists()
 
 
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"max_attempts": "100000"}, "must be from 1 to 100"),
+        ({"max_instances": "0"}, "must be from 1 to 1000"),
+        ({"priority": "99999999999"}, "must be from -1000000 to 1000000"),
+        ({"task_name": "nope"}, "nope"),
+        ({"rate_limit": "1", "rate_period": "0"}, "must be from 0.001 to 31536000"),
+        ({"rate_limit": "0"}, "must be from 1 to 1000000"),
+    ],
+)
+def test_the_admin_refuses_what_every_other_path_refuses(admin_client, fields, message) -> None:
+    """The admin saved these, and the next `schedules import` of an export refused them."""
+    response = admin_post(admin_client, "/admin/schedules/schedule/add/", **fields)
+    assert response.status_code == 200
+    assert message in response.content.decode()
+    assert not Schedule.objects.exists()
+
+
 def test_the_admin_saves_through_the_services_and_recomputes_the_next_run(admin_client) -> None:
     response = admin_post(admin_client, "/admin/schedules/schedule/add/")
     assert response.status_code == 302

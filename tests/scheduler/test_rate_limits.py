@@ -77,3 +77,40 @@ async def test_a_schedule_limit_in_wait_mode_puts_the_run_back_in_the_queue(
 def test_a_bad_limit_is_refused_when_declared(rate) -> None:
     with pytest.raises(ValueError, match="rate >= 1"):
         pipeline.rate_limit(rate)
+
+
+@pytest.mark.parametrize(
+    ("options", "field"),
+    [
+        ({"rate_limit": 1, "rate_period": 0}, "rate_period"),
+        ({"rate_limit": 1, "rate_period": -5}, "rate_period"),
+        ({"rate_limit": 0}, "rate_limit"),
+        ({"rate_limit": -3}, "rate_limit"),
+        ({"rate_mode": "later"}, "rate_mode"),
+    ],
+)
+def test_an_operator_cannot_ask_for_a_limit_that_cannot_work(options, field) -> None:
+    """Period 0 failed every run after the first (ZeroDivisionError); a negative period
+    or limit switched the limit off without a word."""
+    from schedules.inputs import option_problems
+
+    assert field in option_problems(options)
+    assert option_problems({"rate_limit": None, "rate_period": 0.5, "rate_mode": "wait"}) == {}
+
+
+@pytest.mark.parametrize(("limit", "period"), [(1, 0.0), (1, -5.0)])
+async def test_a_stored_limit_that_cannot_work_fails_the_run_saying_so(
+    scheduler, clock, limit, period
+) -> None:
+    """A record edited by hand past the checks: its runs fail with the reason, and the
+    scheduler carries on."""
+    from schedules.models import Schedule
+
+    schedule = await create("odd", "test.echo", every(10), rate_limit=2, rate_period=60)
+    await Schedule.objects.filter(pk=schedule.pk).aupdate(rate_limit=limit, rate_period=period)
+    clock.advance(10)
+    await scheduler.run_pass()
+    await scheduler.wait_idle()
+    (run,) = await runs_of("odd")
+    assert run.status == RunStatus.FAILED
+    assert "rate limit cannot apply" in run.error and "fix the schedule" in run.error
