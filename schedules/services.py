@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import asdict
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
@@ -383,6 +383,7 @@ def schedule_run_now(
     rerun_of: Run | None = None,
     tasks: Registry = registry,
     follow_ups: bool = True,
+    reserve: float = 0.0,
 ) -> Run:
     """Queue a manual run and wake a scheduler; refused for orphans and duplicates.
 
@@ -391,7 +392,9 @@ def schedule_run_now(
     rerun do); the result must fit the task's signature (InvalidKwargs
     otherwise). `rerun_of` links the new run to the past run it repeats. A
     manual run triggers the schedule's follow-ups like a scheduled one;
-    `follow_ups=False` runs this one only (docs/chains.md).
+    `follow_ups=False` runs this one only (docs/chains.md). `reserve`: seconds the
+    schedulers leave the run to the caller, which starts it itself (the CLI's
+    `run --inline`); should the caller die first, a scheduler starts it after them.
     """
     refusal = tasks.refusal(schedule.task_name)
     if refusal:
@@ -418,7 +421,7 @@ def schedule_run_now(
             status=RunStatus.QUEUED,
             dispatch=schedule.dispatch,
             queued_at=now,
-            not_before=now,
+            not_before=now + timedelta(seconds=reserve),
             requested_by=by if isinstance(by, AbstractBaseUser) and by.is_authenticated else None,
             parent=rerun_of,
             follow_ups=follow_ups,
@@ -431,7 +434,8 @@ def schedule_run_now(
             detail=f"run #{run.pk}{detail}",
             changes={"kwargs": [schedule.kwargs, run_kwargs]} if other else None,
         )  # fmt: skip
-    wake_schedulers()
+    if not reserve:
+        wake_schedulers()
     return run
 
 

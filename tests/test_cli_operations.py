@@ -74,6 +74,39 @@ def test_run_inline_executes_in_the_cli_process() -> None:
     assert isinstance(data["duration_ms"], int)
 
 
+def test_run_inline_is_the_cli_s_own_run_even_beside_a_live_scheduler(monkeypatch) -> None:
+    """A scheduler up at the same time claimed the run before the CLI did, and the CLI
+    printed `running` and exited 0 before the run ended (a fresh-user trial)."""
+    from django.utils import timezone
+
+    from schedules.management.commands import schedules as command
+    from schedules.registry import registry
+    from schedules.scheduler import queued
+
+    taken_by_others = []
+    run_inline = command.process.run_inline
+
+    async def after_another_scheduler_looked(run_id: int) -> None:
+        def other_pass() -> None:
+            runs, _ = queued.claim_queued(
+                now=timezone.now(), instance_id="other", tasks=registry, limit=10,
+                local_in_flight={},
+            )  # fmt: skip
+            taken_by_others.extend(runs)
+
+        from asgiref.sync import sync_to_async
+
+        await sync_to_async(other_pass)()
+        await run_inline(run_id)
+
+    monkeypatch.setattr(command.process, "run_inline", after_another_scheduler_looked)
+    make_schedule("a", "test.echo", every(3600))
+    data = json.loads(cli("run", "a", "--inline", "--json"))
+    assert taken_by_others == []
+    assert data["status"] == "succeeded"
+    assert Run.objects.get().scheduler != "other"
+
+
 def test_run_inline_of_a_failing_task_exits_non_zero() -> None:
     make_schedule("f", "test.fail", every(3600))
     with pytest.raises(CommandError, match=r"run #\d+ ended failed"):

@@ -537,8 +537,11 @@ class Scheduler:
             except Exception:
                 logger.exception("heartbeat of %s failed", self.instance_id)
 
-    async def run_queued(self, run_id: int, dispatch_kind: str = "inline") -> None:
-        """Claim and execute one queued run now, and wait for it."""
+    async def run_queued(
+        self, run_id: int, dispatch_kind: str = "inline", *, reserved: bool = False
+    ) -> None:
+        """Claim and execute one queued run now, and wait for it (`reserved`: a run
+        the other schedulers leave to this one, see claim_queued)."""
         runs, replaced = await self.db(
             queued.claim_queued,
             now=self.clock.now(),
@@ -548,6 +551,7 @@ class Scheduler:
             local_in_flight=self.local_in_flight(),
             only=run_id,
             dispatch_kind=dispatch_kind,
+            reserved=reserved,
         )
         await self.cancel_local(replaced, claims.REPLACED)
         for run in runs:

@@ -62,12 +62,18 @@ async def run_once() -> int:
     return started
 
 
+# Seconds a run the CLI starts itself is left to it by every scheduler: after them,
+# a CLI that died before starting it has its run started by a scheduler instead.
+INLINE_RESERVE = 60.0
+
+
 async def run_inline(run_id: int) -> None:
-    """Execute one queued run in this process (the CLI's `run --inline`)."""
+    """Execute one queued run in this process (the CLI's `run --inline`), queued with
+    `reserve=INLINE_RESERVE`."""
     scheduler = Scheduler()
     await scheduler.start()
     try:
-        await scheduler.run_queued(run_id)
+        await scheduler.run_queued(run_id, reserved=True)
     finally:
         await scheduler.shutdown()
 

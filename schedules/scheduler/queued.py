@@ -31,6 +31,7 @@ def claim_queued(
     slots: claims.WorkerSlots = claims.UNLIMITED,
     held: Collection[int] = (),
     ended: Collection[int] = (),
+    reserved: bool = False,
 ) -> tuple[list[Run], list[int]]:
     """Claim queued runs (manual runs, retries) whose time has come, as workers allow.
 
@@ -38,8 +39,12 @@ def claim_queued(
     claims the `enqueue` run its task names. One transaction for the batch, so a
     burst left queued for want of workers drains at the pool's pace, not at one
     transaction a run. Runs this process holds (`held`) are left to it.
+    `reserved`: run `only` was queued for this process to start (its `not_before`
+    keeps the others off, services.schedule_run_now), so its time has come here.
     """
-    queued = Run.objects.queued().startable().filter(not_before__lte=now, dispatch=dispatch_kind)
+    queued = Run.objects.queued().startable().filter(dispatch=dispatch_kind)
+    if not (reserved and only is not None):
+        queued = queued.filter(not_before__lte=now)
     if only is not None:
         queued = queued.filter(pk=only)
     if held:

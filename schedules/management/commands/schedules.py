@@ -221,8 +221,9 @@ class Command(BaseCommand):
         given = options.get("kwargs")
         kwargs = kwargs_from_text(given) if given is not None else None
         run = services.schedule_run_now(
-            schedule=_schedule(code), by=os_user(), kwargs=kwargs, follow_ups=not only
-        )
+            schedule=_schedule(code), by=os_user(), kwargs=kwargs, follow_ups=not only,
+            reserve=process.INLINE_RESERVE if inline else 0.0,
+        )  # fmt: skip
         if inline:
             asyncio.run(process.run_inline(run.pk))
             run.refresh_from_db()
