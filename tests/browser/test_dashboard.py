@@ -277,3 +277,24 @@ def test_pages_work_under_the_content_security_policy(page, server) -> None:
     page.select_option("select[name=schedule]", value)
     page.wait_for_url(re.compile(rf"/live/\?schedule={value}$"))
     assert refused == []
+
+
+def test_a_code_of_200_characters_wraps_and_the_list_stays_in_the_page(page, server) -> None:
+    """One such code made the table 2,876 px wide in a 1,280 px window (a fresh-user
+    trial): every column but the first was off screen."""
+    code = "x" * 200
+    server.manage("schedules", "create", code, "--task", "test.echo", "--every", "3600")
+    try:
+        page.set_viewport_size({"width": 1280, "height": 800})
+        log_in(page, server, "operator")
+        expect(page.locator("a.code", has_text=code)).to_be_visible()
+        table, window = page.evaluate(
+            "[document.querySelector('table.schedules').getBoundingClientRect().right,"
+            " window.innerWidth]"
+        )
+        assert table <= window
+        row = page.locator("tr", has=page.locator("a.code", has_text=code))
+        pause = row.locator("button:has-text('Pause')").bounding_box()
+        assert pause is not None and pause["x"] + pause["width"] <= window
+    finally:
+        server.manage("schedules", "delete", code)

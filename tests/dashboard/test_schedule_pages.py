@@ -278,6 +278,7 @@ def test_an_edit_onto_a_changed_schedule_is_refused_with_the_difference(client, 
     client.force_login(editor)
     page = client.get(f"/schedules/{schedule.pk}/edit/").content.decode()
     assert 'name="opened_version" value="1"' in page
+    assert "Opened version" not in page  # a hidden field has no label on the page
     Schedule.objects.filter(pk=schedule.pk).update(max_attempts=5, version=2)  # another editor
     form = {
         "task_name": "test.echo", "kwargs": "{}", "tz": "", "max_attempts": "2",
