@@ -144,26 +144,32 @@ def recent_error_rate(*, now: datetime, window: float) -> tuple[int, int]:
     return totals["total"], totals["errors"]
 
 
-def queue_stats(*, now: datetime) -> dict:
-    """Runs waiting to start: how many, the oldest one's wait, and the backlog state.
+def queue_stats(*, now: datetime, tasks: Registry = registry) -> dict:
+    """Work waiting to start: queued runs (how many, the oldest one's wait), the most
+    overdue slot of an active schedule, and the backlog state.
 
     HEALTHY: nothing due waits longer than SILLO_BACKLOG_DEGRADED seconds;
     DEGRADED: something does; STALLED: something waited longer than
-    SILLO_BACKLOG_STALLED, or runs are due and no scheduler is alive.
+    SILLO_BACKLOG_STALLED, or runs or slots are due and no scheduler is alive.
+    Slots count too: with every scheduler down, nothing is queued, yet nothing runs.
     """
     due = Run.objects.queued().filter(not_before__lte=now)
     oldest = due.order_by("not_before").values_list("not_before", flat=True).first()
     age = (now - oldest).total_seconds() if oldest else 0.0
+    slot = Schedule.objects.next_slot_at(task_names=tasks.runnable_names())  # schedule_due_idx
+    late = (now - slot).total_seconds() if slot is not None and slot <= now else 0.0
     state = "HEALTHY"
-    if oldest is not None:
-        if age > setting("SILLO_BACKLOG_STALLED") or not SchedulerInstance.objects.alive():
+    if oldest is not None or late:
+        waited = max(age, late)
+        if waited > setting("SILLO_BACKLOG_STALLED") or not SchedulerInstance.objects.alive():
             state = "STALLED"
-        elif age > setting("SILLO_BACKLOG_DEGRADED"):
+        elif waited > setting("SILLO_BACKLOG_DEGRADED"):
             state = "DEGRADED"
     return {
         "queued": Run.objects.queued().count(),
         "due": due.count(),
         "oldest_due_age_seconds": round(age, 3),
+        "oldest_slot_late_seconds": round(late, 3),
         "backlog": state,
     }
 

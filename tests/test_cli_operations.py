@@ -199,12 +199,15 @@ def test_stats_counts_jobs_and_says_how_the_backlog_is() -> None:
     paused = make_schedule("b", "test.echo", every(60))
     paused.status = "paused"
     paused.save()
+    # The factory's slots are at its fixed T0, long past: this one's is next minute.
+    Schedule.objects.update(next_run_at=timezone.now() + timedelta(seconds=60))
     data = json.loads(cli("stats", "--json"))
     assert data["jobs"] == {"total": 2, "active": 1, "paused": 1, "cancelled": 0, "completed": 0}
     assert data["queue"] == {
         "queued": 0,
         "due": 0,
         "oldest_due_age_seconds": 0.0,
+        "oldest_slot_late_seconds": 0.0,
         "backlog": "HEALTHY",
     }
     SchedulerInstance.objects.create(id="s", host="h", pid=1, heartbeat_at=timezone.now())
@@ -216,3 +219,30 @@ def test_stats_counts_jobs_and_says_how_the_backlog_is() -> None:
     SchedulerInstance.objects.all().delete()
     assert json.loads(cli("stats", "--json"))["queue"]["backlog"] == "STALLED"
     assert "queue     1 queued, 1 due" in cli("stats")
+
+
+def test_stats_says_stalled_when_slots_are_overdue_and_no_scheduler_is_up() -> None:
+    """With every scheduler down nothing is queued, yet nothing runs: a fresh-user trial
+    read HEALTHY with 10-second schedules 35 s overdue."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from schedules.models import SchedulerInstance
+
+    schedule = make_schedule("a", "test.echo", every(10))
+
+    def backlog(late: float) -> dict:
+        at = timezone.now() - timedelta(seconds=late)
+        Schedule.objects.filter(pk=schedule.pk).update(next_run_at=at)
+        return json.loads(cli("stats", "--json"))["queue"]
+
+    assert backlog(35)["backlog"] == "STALLED"
+    assert backlog(35)["oldest_slot_late_seconds"] >= 35
+    SchedulerInstance.objects.create(id="s", host="h", pid=1, heartbeat_at=timezone.now())
+    assert backlog(-5) == {"queued": 0, "due": 0, "oldest_due_age_seconds": 0.0,
+                           "oldest_slot_late_seconds": 0.0, "backlog": "HEALTHY"}  # fmt: skip
+    assert backlog(35)["backlog"] == "HEALTHY"  # a scheduler is up, within the limits
+    assert backlog(90)["backlog"] == "DEGRADED"
+    assert backlog(400)["backlog"] == "STALLED"
+    assert "a slot late 4" in cli("stats")

@@ -243,5 +243,8 @@ class StatsOut(Schema):
     schedulers: int = Field(description="live schedulers")
     uptime_seconds: int | None = Field(description="since the oldest live scheduler started")
     queue: dict[str, Any] = Field(
-        description="queued, due, oldest_due_age_seconds, backlog (HEALTHY, DEGRADED, STALLED)"
+        description=(
+            "queued, due, oldest_due_age_seconds, oldest_slot_late_seconds, "
+            "backlog (HEALTHY, DEGRADED, STALLED)"
+        )
     )

@@ -262,7 +262,8 @@ class Command(BaseCommand):
         )
         self.stdout.write(
             f"queue     {queue['queued']} queued, {queue['due']} due, oldest due "
-            f"{queue['oldest_due_age_seconds']:g} s: {queue['backlog']}"
+            f"{queue['oldest_due_age_seconds']:g} s, a slot late "
+            f"{queue['oldest_slot_late_seconds']:g} s: {queue['backlog']}"
         )
 
     def handle_cancel_run(self, *, run_id: int, json: bool, **_) -> None:
