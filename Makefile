@@ -31,11 +31,13 @@ $(VENV)/.bench: requirements.txt requirements-dev.txt requirements-bench.txt | $
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-bench.txt
 	touch $@ $(VENV)/.dev $(VENV)/.runtime
 
+# The server is exec'd: make passes a SIGTERM on to its child, which then is the
+# server itself, not a shell that would leave it running.
 run: $(VENV)/.runtime
 	DJANGO_DEBUG=true $(PY) manage.py migrate --noinput
 	DJANGO_DEBUG=true $(PY) manage.py ensureadmin --url http://$(HOST)/
 	$(if $(NODEMO),,DJANGO_DEBUG=true $(PY) manage.py demo --if-empty)
-	DJANGO_DEBUG=true $(PY) manage.py runscheduler --serve $(HOST)
+	exec env DJANGO_DEBUG=true $(PY) manage.py runscheduler --serve $(HOST)
 
 lint: $(VENV)/.dev
 	$(VENV)/bin/ruff check .

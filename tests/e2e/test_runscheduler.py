@@ -310,3 +310,48 @@ def test_a_run_queued_from_another_process_starts_within_a_second_without_redis(
     assert (parse(first[1]) - parse(first[0])).total_seconds() < 1.2
     # The retry starts at its delay after the failure, not at a later poll or resync.
     assert 0.9 < (parse(retry[1]) - parse(first[2])).total_seconds() < 1.2
+
+
+@pytest.mark.sqlite
+def test_make_run_stops_when_make_is_sent_sigterm(tmp_path) -> None:
+    """`kill -TERM <make's pid>` left the server serving with no parent (a fresh-user
+    trial): make passes the signal to its child, which was a shell."""
+    import contextlib
+    import os
+    import socket
+
+    from tests.conftest import child_environment
+
+    port = free_port()
+    env = {**child_environment(), "SILLO_DATA_DIR": str(tmp_path),
+           "DJANGO_SETTINGS_MODULE": "sillo_dash.settings"}  # fmt: skip
+    env.pop("DATABASE_URL", None)
+    env.pop("REDIS_URL", None)
+    log = (tmp_path / "make.log").open("w")
+    make = subprocess.Popen(
+        ["make", "--no-print-directory", "run", f"HOST=127.0.0.1:{port}", "NODEMO=1",
+         f"PY={sys.executable}"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+
+    def serving() -> bool:
+        with socket.socket() as sock:
+            return sock.connect_ex(("127.0.0.1", port)) == 0
+
+    try:
+        deadline = time.monotonic() + 90
+        while not serving():
+            assert make.poll() is None and time.monotonic() < deadline, (
+                tmp_path / "make.log"
+            ).read_text()
+            time.sleep(0.2)  # polling a real server's start-up
+        make.send_signal(signal.SIGTERM)
+        make.wait(timeout=30)
+        deadline = time.monotonic() + 15
+        while serving():
+            assert time.monotonic() < deadline, "the server outlived make"
+            time.sleep(0.2)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(make.pid, signal.SIGKILL)
+        log.close()
