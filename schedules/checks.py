@@ -238,6 +238,22 @@ def check_host_setup(app_configs: object = None, **kwargs: object) -> list[Check
                 id="schedules.W013",
             )
         )
+    if (
+        vendor == "sqlite"
+        and database.settings_dict.get("OPTIONS", {}).get("transaction_mode") != "IMMEDIATE"
+    ):
+        found.append(
+            Warning(
+                "SQLite without IMMEDIATE transactions: the scheduler and the web "
+                "process write at the same time, and a transaction that reads before "
+                'it writes fails with "database is locked" instead of waiting (an API '
+                "call answers 503, a page 500, the scheduler retries its pass).",
+                hint='In DATABASES, set "OPTIONS": {"transaction_mode": "IMMEDIATE", '
+                '"timeout": 20, "init_command": "PRAGMA journal_mode=WAL;"} '
+                "(the reference project's, sillo_dash/settings.py), or use PostgreSQL.",
+                id="schedules.W015",
+            )
+        )
     if vendor not in ("sqlite", "postgresql"):
         found.append(
             Warning(

@@ -17,6 +17,7 @@ from zoneinfo import available_timezones
 from . import validation
 from .choices import Dispatch, Misfire, Overlap, RateMode
 from .registry import Registry, registry
+from .scheduler import dispatch
 
 # Inclusive bounds of the numeric options: beyond these a value is a typo, and
 # an integer past the database's range would fail at save time instead.
@@ -139,4 +140,6 @@ def schedule_problems(
         "tz": zone_problem(tz),
     }
     problems.update(option_problems(options or {}))
+    if (options or {}).get("dispatch") == Dispatch.ENQUEUE and not problems.get("dispatch"):
+        problems["dispatch"] = dispatch.enqueue_problem(task_name)
     return {field: problem for field, problem in problems.items() if problem}

@@ -14,6 +14,7 @@ import re
 
 from django.core.exceptions import PermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import DatabaseError, IntegrityError, InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from ninja import NinjaAPI, Schema
 from ninja.errors import AuthenticationError, HttpError, Throttled, ValidationError
@@ -34,6 +35,8 @@ CODES = {
     409: "conflict",
     422: "invalid",
     429: "throttled",
+    500: "server_error",
+    503: "unavailable",
 }
 
 
@@ -172,6 +175,27 @@ def install(api: NinjaAPI) -> None:
     @api.exception_handler(services.InvalidKwargs)
     def invalid_kwargs(request: HttpRequest, exc: ValueError) -> HttpResponse:
         return error_response(422, {"kwargs": str(exc).removeprefix("kwargs: ")})
+
+    # What no handler above names still answers in the one shape, never with a
+    # traceback: a client can tell "retry" (503) from "report it" (500).
+    @api.exception_handler(IntegrityError)
+    def conflict(request: HttpRequest, exc: IntegrityError) -> HttpResponse:
+        logger.warning("API %s %s: %s", request.method, request.path, exc)
+        return error_response(409, {None: "a record saved meanwhile conflicts with this one"})
+
+    @api.exception_handler(OperationalError)
+    @api.exception_handler(InterfaceError)
+    def unavailable(request: HttpRequest, exc: DatabaseError) -> HttpResponse:
+        # SQLite's "database is locked" past its busy timeout, a lost PostgreSQL link.
+        logger.error("API %s %s: the database failed: %s", request.method, request.path, exc)
+        response = error_response(503, {None: "the database did not answer; retry shortly"})
+        response["Retry-After"] = "1"
+        return response
+
+    @api.exception_handler(Exception)
+    def unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
+        logger.error("API %s %s failed", request.method, request.path, exc_info=exc)
+        return error_response(500, {None: "an unexpected error, logged on the server"})
 
 
 def _option_path(field: str) -> str:

@@ -50,3 +50,23 @@ def enqueue(run: Run, *, run_after: datetime | None = None) -> None:
         return
     target = target_of(run.task_name)
     (target.using(run_after=run_after) if run_after else target).enqueue(run.pk)
+
+
+def enqueue_problem(task_name: str) -> str:
+    """Why this task's runs cannot go to a worker pool (`dispatch="enqueue"`), or "".
+
+    A backend that cannot defer (Django's default, ImmediateBackend) would run
+    `execute_run` at once, inside the transaction that records the run, and the
+    run would stay queued; retries and catch-ups need run_after too.
+    """
+    target = target_of(task_name)
+    try:
+        backend = target.get_backend()
+    except Exception as exc:  # noqa: BLE001 - a misconfigured TASKS setting, said here
+        return f"the TASKS backend '{target.backend}' cannot be loaded: {exc}"
+    if not backend.supports_defer:
+        return (
+            f"the TASKS backend '{target.backend}' ({type(backend).__name__}) cannot defer "
+            "tasks; enqueue needs one with workers (e.g. django-tasks-db), or use inline"
+        )
+    return ""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from django.db import IntegrityError, OperationalError
 
 from schedules import services
 from schedules.models import Run, Schedule
@@ -207,3 +208,35 @@ def test_stats_count_jobs_runs_and_the_queue(as_role, schedule, orphan) -> None:
     assert body["queue"]["backlog"] == "STALLED"  # due, and no scheduler is alive
     assert body["runs"]["running"] == 0
     assert (body["schedulers"], body["uptime_seconds"]) == (0, None)
+
+
+@pytest.mark.parametrize(
+    ("failure", "status", "code"),
+    [
+        (OperationalError("database is locked"), 503, "unavailable"),
+        (IntegrityError("UNIQUE constraint failed"), 409, "conflict"),
+        (RuntimeError("a bug"), 500, "server_error"),
+    ],
+)
+def test_what_no_handler_names_still_answers_in_the_one_shape(
+    as_role, schedule, monkeypatch, failure, status, code
+) -> None:
+    """A host on SQLite without the busy timeout got Django's traceback page (DEBUG) or
+    its HTML 500 page for "database is locked" (an integrator's trial)."""
+    from schedules.api.routers import schedules as router
+
+    def fails(**_kwargs):
+        raise failure
+
+    monkeypatch.setattr(router.services, "schedule_run_now", fails)
+    response = as_role("operator", "token").post("/schedules/nightly/run")
+    assert response.status_code == status
+    assert response["Content-Type"] == "application/json"
+    assert errors_of(response) == {None: response.json()["message"]}
+    assert response.json()["code"] == code
+    assert (
+        "Traceback" not in response.content.decode()
+        and str(failure) not in response.json()["message"]
+    )
+    if status == 503:
+        assert response["Retry-After"] == "1"

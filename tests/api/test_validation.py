@@ -105,6 +105,19 @@ def test_the_good_body_is_created_with_its_options(editor_api) -> None:
     assert body["description"] == "At 09:00, Monday through Friday, Europe/Berlin"
 
 
+def test_enqueue_is_refused_when_the_tasks_backend_cannot_defer(editor_api, settings) -> None:
+    """Django's default TASKS backend runs a task at once: a run handed to it stayed queued
+    until cancelled (an integrator's trial). The backend is named instead."""
+    settings.TASKS = {"default": {"BACKEND": "django.tasks.backends.immediate.ImmediateBackend"}}
+    body = {**GOOD, "options": {**GOOD["options"], "dispatch": "enqueue"}}
+    response = editor_api.post("/schedules", body)
+    assert response.status_code == 422, response.content
+    assert "ImmediateBackend" in errors_of(response)["options.dispatch"]
+    assert not Schedule.objects.exists()
+    settings.TASKS = {"default": {"BACKEND": "django.tasks.backends.dummy.DummyBackend"}}
+    assert editor_api.post("/schedules", body).status_code == 201  # one that can defer
+
+
 def test_a_duplicate_code_is_a_conflict_naming_code(editor_api) -> None:
     assert editor_api.post("/schedules", GOOD).status_code == 201
     response = editor_api.post("/schedules", GOOD)

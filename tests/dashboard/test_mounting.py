@@ -203,3 +203,16 @@ def test_sqlite_storing_local_times_is_named_by_check(settings, monkeypatch) -> 
     assert "schedules.W013" not in [m.id for m in check_host_setup()]
     settings.USE_TZ = False
     assert "schedules.W013" in [m.id for m in check_host_setup()]
+
+
+def test_sqlite_without_immediate_transactions_is_named_by_check(monkeypatch) -> None:
+    """A host on startproject's plain SQLite answered concurrent API writes with
+    "database is locked" (an integrator's trial): `check` names the options."""
+    from django.db import connection
+
+    monkeypatch.setattr(connection, "vendor", "sqlite")  # the production pass's too
+    monkeypatch.setitem(connection.settings_dict, "OPTIONS", {"transaction_mode": "IMMEDIATE"})
+    assert "schedules.W015" not in [m.id for m in check_host_setup()]
+    monkeypatch.setitem(connection.settings_dict, "OPTIONS", {})
+    found = {m.id: m for m in check_host_setup()}
+    assert '"transaction_mode": "IMMEDIATE"' in found["schedules.W015"].hint

@@ -237,6 +237,8 @@ def test_check_names_the_missing_middleware_before_the_first_request(configured:
     # Once set up, no channel layer is a warning (live updates off), not an error.
     assert "schedules.W010" in configured.checked.stderr
     assert "schedules.E" not in configured.checked.stderr
+    # startproject's plain SQLite: named, with the options that let writers wait.
+    assert "schedules.W015" in configured.checked.stderr
 
 
 def test_runscheduler_once_runs_the_hosts_task_by_its_code_default(
