@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import asdict
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
@@ -331,14 +331,16 @@ def schedule_update(
 
 
 def _future_fire(trigger: Trigger, now: datetime) -> datetime:
-    """The trigger's next fire time; a trigger with none (a past date, an "all" whose
-    children only met in the past) is refused, never saved to sit idle."""
+    """The trigger's next fire time, in UTC as the record reads back (a cron gives it in
+    its zone: the create's answer said +01:00 where every later read says Z); a
+    trigger with none (a past date, an "all" whose children only met in the past) is
+    refused, never saved to sit idle."""
     upcoming = trigger.next_fire(now)
     if upcoming is None:
         raise InvalidTrigger(
             "trigger: it has no fire time after now (a date in the past?); a schedule needs one"
         )
-    return upcoming
+    return upcoming.astimezone(UTC)
 
 
 def _plain(value: object) -> object:

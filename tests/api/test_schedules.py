@@ -240,3 +240,13 @@ def test_what_no_handler_names_still_answers_in_the_one_shape(
     )
     if status == 503:
         assert response["Retry-After"] == "1"
+
+
+def test_a_created_schedule_answers_its_next_run_in_utc_as_every_read_does(editor_api) -> None:
+    body = {"code": "berlin", "task_name": "test.echo",
+            "trigger": {"kind": "cron", "expression": "0 9 * * *", "tz": "Europe/Berlin"}}  # fmt: skip
+    created = editor_api.post("/schedules", body)
+    assert created.status_code == 201, created.content
+    read = editor_api.get("/schedules/berlin").json()
+    assert created.json()["next_run_at"] == read["next_run_at"]
+    assert read["next_run_at"].endswith("Z") or read["next_run_at"].endswith("+00:00")
