@@ -18,7 +18,15 @@ from django.utils import timezone
 from . import audit, chains, defaults
 from .alerts import record as alerts
 from .inputs import kwargs_problem
-from .models import Run, RunReason, RunStatus, Schedule, ScheduleSource, ScheduleStatus
+from .models import (
+    Dispatch,
+    Run,
+    RunReason,
+    RunStatus,
+    Schedule,
+    ScheduleSource,
+    ScheduleStatus,
+)
 from .registry import Registry, registry
 from .scheduler import dispatch
 from .timing import InvalidTrigger, Trigger, display_zone
@@ -397,7 +405,10 @@ def schedule_run_now(
     `follow_ups=False` runs this one only (docs/chains.md). `reserve`: seconds the
     schedulers leave the run to the caller, which starts it itself (the CLI's
     `run --inline`); should the caller die first, a scheduler starts it after them.
+    A run handed to a worker pool (`dispatch="enqueue"`) is its worker's: not reserved.
     """
+    if schedule.dispatch != Dispatch.INLINE:
+        reserve = 0.0
     refusal = tasks.refusal(schedule.task_name)
     if refusal:
         raise RunRefused(f"cannot run '{schedule.code}': {refusal}")
