@@ -243,8 +243,8 @@ def test_what_no_handler_names_still_answers_in_the_one_shape(
 
 
 def test_a_created_schedule_answers_its_next_run_in_utc_as_every_read_does(editor_api) -> None:
-    body = {"code": "berlin", "task_name": "test.echo",
-            "trigger": {"kind": "cron", "expression": "0 9 * * *", "tz": "Europe/Berlin"}}  # fmt: skip
+    berlin = {"kind": "cron", "expression": "0 9 * * *", "tz": "Europe/Berlin"}
+    body = {"code": "berlin", "task_name": "test.echo", "trigger": berlin}
     created = editor_api.post("/schedules", body)
     assert created.status_code == 201, created.content
     read = editor_api.get("/schedules/berlin").json()
