@@ -29,6 +29,16 @@ from typing import Any, NoReturn
 from .capture import PipeWriter, capturing_in_worker
 
 
+def _tell_pool(conn: Connection, message: dict) -> bool:
+    """Send the pool how the start went; False if the pool is gone (its scheduler shut
+    down while this worker set Django up): nothing to serve, and nothing to print."""
+    try:
+        conn.send(message)
+    except (BrokenPipeError, ConnectionResetError, EOFError):
+        return False
+    return True
+
+
 def main(conn: Connection, databases: dict[str, Any]) -> None:
     """The worker's life: set up, then serve runs until the pipe says stop or closes."""
     # Stopping a run sends SIGTERM: let it end the process at once, whatever the
@@ -38,9 +48,10 @@ def main(conn: Connection, databases: dict[str, Any]) -> None:
     try:
         _setup_django(databases)
     except BaseException:  # noqa: BLE001  the pool reports why the worker could not start
-        conn.send({"ready": False, "error": traceback.format_exc(limit=-3)})
+        _tell_pool(conn, {"ready": False, "error": traceback.format_exc(limit=-3)})
         return
-    conn.send({"ready": True})
+    if not _tell_pool(conn, {"ready": True}):
+        return
     # Deferred until Django is set up: the registry is filled by app discovery.
     from django.db import close_old_connections
 

@@ -241,3 +241,17 @@ async def test_idle_workers_beyond_the_minimum_are_stopped(pool, tmp_path) -> No
     assert workers.size == 3  # never more than the maximum, spares included
     assert workers.trim() == 2
     assert workers.size == 1
+
+
+def test_a_worker_whose_pool_stopped_while_it_started_ends_quietly(monkeypatch, capfd) -> None:
+    """A scheduler shut down while a worker was setting Django up: the worker's "ready"
+    met a closed pipe and printed a BrokenPipeError traceback (seen at a test run's end)."""
+    from multiprocessing import Pipe
+
+    from schedules.scheduler import child
+
+    monkeypatch.setattr(child, "_setup_django", lambda databases: None)
+    pool_end, worker_end = Pipe()
+    pool_end.close()
+    child.main(worker_end, {})  # returns: nothing to serve
+    assert "Traceback" not in capfd.readouterr().err
