@@ -20,11 +20,11 @@ from typing import Any
 from channels.auth import AuthMiddlewareStack
 from channels.routing import ChannelNameRouter, ProtocolTypeRouter, URLRouter
 from channels.security.websocket import AllowedHostsOriginValidator
-from django.urls import NoReverseMatch, URLPattern, path, reverse
+from django.urls import NoReverseMatch, URLPattern, path, re_path, reverse
 
 from .scheduler.hints import SchedulerWakeConsumer
 from .wake import SCHEDULER_CHANNEL
-from .web.consumers import RunEventsConsumer
+from .web.consumers import NoSuchSocketConsumer, RunEventsConsumer
 from .web.incident_consumer import IncidentCountConsumer
 
 SOCKET_PATH = "ws/runs/"
@@ -61,7 +61,13 @@ def asgi_application(http: Any, *, websocket: Sequence[URLPattern] = ()) -> Prot
     """HTTP to `http` (the host's Django app), the app's websocket under its mount
     (behind the session login and an origin check), the host's own websocket
     routes (`websocket`) after it, and the scheduler's wake channel."""
-    routes = [*mounted_websocket_urlpatterns(), *websocket]
+    # Last: a path no route serves is refused at the handshake, not raised as an
+    # error (Channels' router raises, and the server logs a traceback per attempt).
+    routes = [
+        *mounted_websocket_urlpatterns(),
+        *websocket,
+        re_path(r"", NoSuchSocketConsumer.as_asgi()),
+    ]
     return ProtocolTypeRouter(
         {
             "http": http,

@@ -37,6 +37,13 @@ VIEWS = ("list", "detail", "log", "run", "runs")
 MAX_PAGE_SCHEDULES = 200
 
 
+class NoSuchSocketConsumer(AsyncWebsocketConsumer):
+    """A websocket path the app does not serve: the handshake is refused (HTTP 403)."""
+
+    async def connect(self) -> None:
+        await self.close()
+
+
 class RunEventsConsumer(AsyncWebsocketConsumer):
     """Push-only: run events as HTML fragments that htmx swaps by id.
 

@@ -68,3 +68,17 @@ def test_the_default_recheck_closes_within_a_minute() -> None:
     from schedules.conf import DEFAULTS
 
     assert DEFAULTS["SILLO_WS_RECHECK_INTERVAL"] < 60
+
+
+@pytest.mark.parametrize("path", ["/ws/nope/", "/ws/runs/extra/", "/", "/%00/.."])
+async def test_a_path_no_socket_serves_is_refused_at_the_handshake(path) -> None:
+    client = await logged_in_viewer()
+    cookie = f"sessionid={client.cookies['sessionid'].value}".encode()
+    comm = WebsocketCommunicator(
+        application,
+        path,
+        headers=[(b"origin", b"http://localhost"), (b"host", b"localhost"), (b"cookie", cookie)],
+    )
+    connected, _ = await comm.connect()
+    assert not connected
+    await comm.disconnect()
