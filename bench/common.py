@@ -56,6 +56,23 @@ def summary(values: Iterable[float | None]) -> dict | None:
     }
 
 
+def burst_summary(delays: list[list[float]], size: int) -> dict:
+    """Bursts of `size` runs due at one instant, from each run's start minus its slot:
+    how many started, until the last started (a burst short of `size` has none), until
+    the first started (the claim, made ahead of the slot, and the first handoff), and
+    the rate of the starts after the first."""
+    whole = [sorted(times) for times in delays if len(times) == size]
+    return {
+        "started": [len(times) for times in delays],
+        "all_started_s": summary(max(times) if len(times) == size else None for times in delays),
+        "runs_per_s": summary(size / t[-1] if t[-1] > 0 else None for t in whole),
+        "first_started_s": summary(t[0] for t in whole),
+        "start_rate": summary(
+            (size - 1) / (t[-1] - t[0]) if t[-1] > t[0] else None for t in whole
+        ),  # fmt: skip
+    }
+
+
 def write_results(path: Path | None, benchmark: str, settings: dict, figures: dict) -> None:
     if path is None:
         return

@@ -59,8 +59,24 @@ def _describe(db: dict, rate: float) -> str:
         f"longest pass {_longest(db):.2f} s; "
         f"{db['bytes_per_run']:,.0f} bytes a run; slowest of `/health/` and `/metrics` "
         f"{c['slowest_ms']:.0f} ms"
+        + ("" if c["requests"] else _metrics_split(db))
         + ("" if c["late"] else _writeback(db))
         + ("" if c["prune"] else _pruning_split(db))
+    )
+
+
+def _metrics_split(db: dict) -> str:
+    """Where `/metrics` spent its time, when this run measured it apart: reading the
+    records and building the families (the product's), and writing the text (the
+    Prometheus client library's)."""
+    metrics = db["requests"]["/metrics"]
+    collect, write = metrics.get("collect_ms"), metrics.get("write_ms")
+    if not (collect and write):
+        return ""
+    return (
+        f"; the measured reason: of `/metrics`, reading the records and building its "
+        f"families took {collect['median']:.0f} ms at the median and prometheus_client "
+        f"writing its {metrics['lines']:,} lines {write['median']:.0f} ms"
     )
 
 

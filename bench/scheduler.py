@@ -44,6 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import (  # noqa: E402
     benchmark_options,
+    burst_summary,
     percentile,
     process_memory,
     quantiles,
@@ -270,21 +271,14 @@ def cpu_figures(windows: list[list[float]], runs: list) -> dict:
 
 
 def burst_figures(timeline: Timeline, runs: list) -> dict:
-    """For each burst: seconds from its slot until the last of its runs started."""
+    """For each burst: seconds from its slot until its runs started (common.burst_summary)."""
     shape = timeline.shape
-    starts: list[list[float]] = [[] for _ in range(shape.bursts)]
+    delays: list[list[float]] = [[] for _ in range(shape.bursts)]
     for code, at in runs:
         if code[0] == "b":
-            starts[int(code[1:].split(".")[0])].append(at)
-    done = []
-    for index, times in enumerate(starts):
-        slot = timeline.burst_at + index * shape.burst_every
-        done.append(max(times) - slot if len(times) == BURST else None)
-    return {
-        "started": [len(times) for times in starts],
-        "all_started_s": summary(done),
-        "runs_per_s": summary(BURST / d if d else None for d in done),
-    }
+            index = int(code[1:].split(".")[0])
+            delays[index].append(at - (timeline.burst_at + index * shape.burst_every))
+    return burst_summary(delays, BURST)
 
 
 def one_run(system: str, n: int, shape: Shape) -> dict:

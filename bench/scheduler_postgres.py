@@ -42,7 +42,14 @@ import psycopg
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from common import ROOT, benchmark_options, percentile, summary, write_results  # noqa: E402
+from common import (  # noqa: E402
+    ROOT,
+    benchmark_options,
+    burst_summary,
+    percentile,
+    summary,
+    write_results,
+)
 
 from tests.production_profile import postgres  # noqa: E402
 
@@ -209,7 +216,6 @@ def figures(executions, logs, schedulers, shape, first, burst_at) -> dict:
             if 0 <= index < shape["windows"]:
                 windows[index].append(at - slot)
         ran[code, round(slot, 3)] += 1
-    done = [max(b) if len(b) == BURST else None for b in bursts]
     return {
         "schedulers": schedulers,
         "runs": sum(len(w) for w in windows),
@@ -219,11 +225,7 @@ def figures(executions, logs, schedulers, shape, first, burst_at) -> dict:
         "max_ms": summary(max(w) * 1000 if w else None for w in windows),
         "executed_twice": sum(1 for count in ran.values() if count > 1),
         "unique_conflicts": sum(log.read_text().count(UNIQUE_CONFLICT) for log in logs),
-        "burst": {
-            "started": [len(b) for b in bursts],
-            "all_started_s": summary(done),
-            "runs_per_s": summary(BURST / d if d else None for d in done),
-        },
+        "burst": burst_summary(bursts, BURST),
     }
 
 

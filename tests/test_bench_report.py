@@ -697,9 +697,17 @@ def test_the_burst_targets_of_issue_18_are_judged_on_the_slowest_burst():
     )
 
 
-def test_a_missed_sqlite_burst_names_the_handoff_only_when_the_inline_bursts_were_in_time():
-    def sqlite_burst(inline: float | None) -> str:
+def with_starts(burst: dict, first: float | None, rate: float | None) -> dict:
+    """A burst's figures with its first start and the rate of the starts after it."""
+    return {**burst, "first_started_s": None if first is None else spread_of(first, first / 2),
+            "start_rate": None if rate is None else spread_of(rate, rate * 2)}  # fmt: skip
+
+
+def test_a_missed_sqlite_burst_names_the_handoff_only_when_its_first_starts_were_in_time():
+    def sqlite_burst(first: float | None, inline: float | None) -> str:
         sched = figures(p99=2.0, burst=0.3, idle=0.1)
+        row = sched["load"][10_000]["sillo"]
+        row["burst"] = with_starts(row["burst"], first, 3_500)
         if inline is not None:
             sched["load"][10_000]["sillo-inline"] = figures(p99=2.0, burst=inline, idle=0.1)[
                 "load"][10_000]["sillo"]  # fmt: skip
@@ -708,10 +716,61 @@ def test_a_missed_sqlite_burst_names_the_handoff_only_when_the_inline_bursts_wer
         assert verdict == "**missed**"
         return measured
 
-    assert "the measured reason" not in sqlite_burst(None)
-    assert "the measured reason" not in sqlite_burst(0.25)  # inline slow too: no reason shown
-    measured = sqlite_burst(0.05)
-    assert "all started within 0.05 s" in measured and "worker process" in measured
+    assert "the measured reason" not in sqlite_burst(None, 0.05)  # no first starts measured
+    assert "the measured reason" not in sqlite_burst(0.15, 0.05)  # the claims were late too
+    measured = sqlite_burst(0.02, None)
+    assert "started within 0.02 s of its slot" in measured and "3,500 runs/s" in measured
+    assert "worker process" in measured and "sillo-inline" not in measured
+    assert "sillo-inline" not in sqlite_burst(0.02, 0.25)  # inline slow too: not named
+    measured = sqlite_burst(0.02, 0.05)
+    assert "started within 0.05 s at the median" in measured
+
+
+def test_a_missed_postgresql_burst_says_when_its_first_runs_started_and_at_what_rate():
+    def postgres_burst(first: float | None, started=(1000, 1000)) -> tuple[str, str]:
+        burst = {"started": list(started), "all_started_s": spread_of(0.4, 0.6),
+                 "runs_per_s": spread_of(1600, 2500)}  # fmt: skip
+        case = {"schedulers": 1, "burst": with_starts(burst, first, 1_700)}
+        postgres = {"settings": {"burst": 1000, "shape": {"bursts": 2}}, "cases": [case]}
+        return scale_rows({"postgres": postgres})[
+            "… and within 0.5 s on PostgreSQL with one scheduler"]  # fmt: skip
+
+    measured, verdict = postgres_burst(0.03)
+    assert verdict == "**missed**" and "0.60 s" in measured
+    assert "the measured reason: the first run of every burst started within 0.03 s" in measured
+    assert "1,700 runs/s" in measured
+    assert "the measured reason" not in postgres_burst(0.3)[0]  # the first start was late
+    measured, verdict = postgres_burst(0.03, started=(1000, 999))
+    assert verdict == "**incomplete: not met**" and "the measured reason" not in measured
+
+
+def test_a_missed_peer_target_names_the_handoff_when_the_inline_task_met_it() -> None:
+    def sqlalchemy_row(inline: float | None) -> str:
+        sched = with_peers(ours=6.0, memory=4.0, sqlalchemy=5.0)
+        if inline is not None:
+            for n in (10_000, 100_000):
+                sched["load"][n]["sillo-inline"] = figures(p99=inline, burst=0.1, idle=0.1)[
+                    "load"][10_000]["sillo"]  # fmt: skip
+        measured, verdict = next(
+            row for text, row in scale_rows({"scheduler": sched}).items() if "SQLAlchemy" in text
+        )
+        assert verdict == "**missed**"
+        return measured
+
+    assert "the measured reason" not in sqlalchemy_row(None)
+    assert "the measured reason" not in sqlalchemy_row(5.5)  # inline missed too
+    measured = sqlalchemy_row(4.0)
+    assert "the measured reason" in measured and "4.0 ms at 10,000 (1.25×)" in measured
+
+
+def test_a_burst_summary_counts_every_start_and_times_only_whole_bursts() -> None:
+    from common import burst_summary
+
+    found = burst_summary([[0.05, 0.01, 0.21], [0.02, 0.3]], 3)
+    assert found["started"] == [3, 2]
+    assert found["all_started_s"] == one(0.21)  # the short burst has no end
+    assert found["first_started_s"] == one(0.01)
+    assert found["start_rate"] == one(2 / 0.2)
 
 
 def test_live_views_below_the_issues_load_are_not_met_and_lost_events_miss():
@@ -1230,3 +1289,20 @@ def test_the_dashboard_at_scale_section_has_a_row_per_database_and_page():
     assert dashboard_scale_reading(at_scale(), small_dashboard()).startswith(
         "**Dashboard at scale.** SQLite: at 100,001 schedules"
     )
+
+
+def test_a_slow_metrics_answer_says_what_part_was_the_records_and_what_the_writing() -> None:
+    from run_log_report import run_log_target
+
+    data = run_log_data(metrics=75.0)
+    _, measured, verdict = run_log_target(data)
+    assert verdict == "**missed**" and "the measured reason" not in measured  # not split
+    data["databases"][1]["requests"]["/metrics"].update(
+        collect_ms=spread_of(30.0, 35.0), write_ms=spread_of(40.0, 44.0), lines=3_509
+    )
+    _, measured, verdict = run_log_target(data)
+    assert verdict == "**missed**"
+    assert "took 35 ms at the median and prometheus_client writing its 3,509 lines 44 ms" in (
+        measured
+    )
+    assert measured.count("the measured reason") == 1  # SQLite's answer was in time
