@@ -213,6 +213,19 @@ class RunDetailOut(RunOut):
     traceback: str | None
 
 
+class RunOutputOut(Schema):
+    run_id: int
+    status: str
+    finished: bool = Field(description="false while the run may still write more")
+    text: str = Field(
+        description="what the run printed and logged: the head and the tail within "
+        "SILLO_OUTPUT_MAX_CHARS, with a note of what was cut between them"
+    )
+    total: int = Field(description="characters written, cut or not")
+    cut: int = Field(description="characters left out in the middle")
+    updated_at: datetime | None = Field(description="when the text was last saved, or null")
+
+
 class RunPage(Schema):
     results: list[RunOut]
     next_cursor: str | None = Field(description="pass as ?cursor= for the next (older) page")

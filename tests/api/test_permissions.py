@@ -71,6 +71,7 @@ ENDPOINTS = [
     Endpoint("POST", "/schedules/nightly/run", "operate", 202, {"kwargs": {"x": 1}}),
     Endpoint("GET", "/runs", "view", 200, setup=_queued_run),
     Endpoint("GET", "/runs/{run}", "view", 200, setup=_queued_run),
+    Endpoint("GET", "/runs/{run}/output", "view", 200, setup=_queued_run),
     Endpoint("POST", "/runs/{run}/cancel", "operate", 200, setup=_queued_run),
     Endpoint("GET", "/tasks", "view", 200),
     Endpoint("POST", "/triggers/preview", "view", 200, PREVIEW),
@@ -126,6 +127,7 @@ def test_a_viewer_sees_404_for_an_unknown_schedule_and_a_stranger_403(as_role, d
     assert errors_of(response) == {None: "no schedule with code 'nope'"}
     assert as_role("stranger").get("/schedules/nope").status_code == 403
     assert viewer.get("/runs/999999").status_code == 404
+    assert viewer.get("/runs/999999/output").status_code == 404
 
 
 def test_an_unknown_endpoint_is_a_json_404(as_role, db) -> None:

@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from schedules import services
-from schedules.models import Run, RunStatus
+from schedules.models import Run, RunOutput, RunStatus
 from schedules.scheduler import outcomes
 from tests.factories import every, make_schedule
 
@@ -80,6 +80,21 @@ def test_show_has_kwargs_result_error_and_traceback(as_role, schedule) -> None:
     assert body["result"] == {"rows": 3}
     assert body["kwargs"] == {}
     assert body["schedule_id"] == schedule.pk
+
+
+def test_output_is_what_the_run_saved_and_says_whether_more_may_come(as_role, schedule) -> None:
+    running, quiet = _runs(schedule, 2, status=RunStatus.RUNNING, started_at=timezone.now())
+    cut = "head\n… [1,000 characters cut] …\ntail\n"
+    RunOutput.objects.create(run=running, text=cut, total=1_010, cut=1_000)
+    api = as_role("viewer", "token")
+    body = api.get(f"/runs/{running.pk}/output").json()
+    assert body["text"] == cut and (body["total"], body["cut"]) == (1_010, 1_000)
+    assert body["run_id"] == running.pk and body["status"] == "running"
+    assert body["finished"] is False and body["updated_at"] is not None
+    Run.objects.filter(pk=quiet.pk).update(status=RunStatus.SUCCEEDED, finished_at=timezone.now())
+    body = api.get(f"/runs/{quiet.pk}/output").json()
+    assert (body["text"], body["total"], body["cut"], body["updated_at"]) == ("", 0, 0, None)
+    assert body["finished"] is True
 
 
 def test_cancel_of_a_queued_run_records_who(as_role, schedule) -> None:

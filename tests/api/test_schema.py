@@ -17,6 +17,7 @@ OPERATIONS = {
     ("post", "/api/v1/schedules/{code}/reactivate"),
     ("post", "/api/v1/schedules/{code}/run"),
     ("get", "/api/v1/runs"), ("get", "/api/v1/runs/{run_id}"),
+    ("get", "/api/v1/runs/{run_id}/output"),
     ("post", "/api/v1/runs/{run_id}/cancel"),
     ("get", "/api/v1/tasks"), ("post", "/api/v1/triggers/preview"), ("get", "/api/v1/stats"),
 }  # fmt: skip

@@ -1,4 +1,5 @@
-"""/runs: the run log with filters and cursor pagination, one run in full, cancel."""
+"""/runs: the run log with filters and cursor pagination, one run in full, its output,
+cancel."""
 
 from __future__ import annotations
 
@@ -11,13 +12,13 @@ from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
 
 from ... import services
-from ...models import Run
+from ...models import Run, RunOutput
 from ...run_filters import converts_to_utc
 from ...selectors import filtered_runs
 from ..auth import OPERATE, VIEW, caller, require
 from ..errors import ErrorOut, Problem
 from ..presenters import run_body
-from ..schemas import NO_NUL, ReasonName, RunDetailOut, RunPage, RunStatusName
+from ..schemas import NO_NUL, ReasonName, RunDetailOut, RunOutputOut, RunPage, RunStatusName
 
 router = Router(tags=["runs"])
 ERRORS = dict.fromkeys((401, 403, 404, 409, 422, 429), ErrorOut)
@@ -73,6 +74,22 @@ def list_runs(request: HttpRequest, filters: Query[RunFilters]):
 def show_run(request: HttpRequest, run_id: int):
     """One run in full: kwargs, result, error and traceback."""
     return run_body(_run_for(request, run_id, VIEW), detail=True)
+
+
+@router.get("/runs/{int:run_id}/output", response={200: RunOutputOut, **ERRORS})
+def show_run_output(request: HttpRequest, run_id: int):
+    """What one run printed and logged, as saved so far (every few seconds while it runs)."""
+    run = _run_for(request, run_id, VIEW)
+    output = RunOutput.objects.filter(run=run).first()
+    return {
+        "run_id": run.pk,
+        "status": run.status,
+        "finished": run.is_finished,
+        "text": output.text if output else "",
+        "total": output.total if output else 0,
+        "cut": output.cut if output else 0,
+        "updated_at": output.updated_at if output else None,
+    }
 
 
 @router.post("/runs/{int:run_id}/cancel", response={200: RunDetailOut, **ERRORS})
