@@ -143,8 +143,8 @@ def start_rate_reason(bursts: list[dict], limit: float) -> str | None:
     return (
         f"the first run of every burst started within {max(firsts):.2f} s of its slot "
         f"(claimed ahead of it), and the rest followed at {slowest:,.0f} runs/s in the "
-        "slowest burst: each run handed to a worker process and back, one run at a time "
-        "in each (the default isolation)"
+        "slowest burst: the scheduler process's work for each run it hands to a worker "
+        "process and hears back from (the default isolation)"
     )
 
 

@@ -838,6 +838,25 @@ def test_the_durations_row_needs_a_quick_run_in_time_and_a_full_run_on_record():
     assert "a benchmark failed" in duration(quick=run(200.0, ok=False))[0]
 
 
+def test_a_run_on_a_new_machine_keeps_the_other_modes_run_from_the_committed_record(
+    tmp_path, monkeypatch
+) -> None:
+    import json
+
+    import run
+
+    results, assets = tmp_path / "results", tmp_path / "assets"
+    results.mkdir(), assets.mkdir()
+    quick = {"commit": "abc", "dirty": False, "seconds": 250.0, "ok": True, "finished": "x"}
+    (assets / "durations.json").write_text(json.dumps({"quick": quick}))
+    monkeypatch.setattr(run, "RESULTS", results)
+    monkeypatch.setattr(run, "ASSETS", assets)
+    run.record_duration("full", 4000.0, {"b": {"ok": True}})
+    recorded = json.loads((results / "durations.json").read_text())
+    assert recorded["quick"] == quick
+    assert recorded["full"]["seconds"] == 4000.0
+
+
 def test_what_no_benchmark_measures_yet_is_listed_and_not_met():
     rows = scale_rows({})
     assert len(rows) == 12
