@@ -29,6 +29,7 @@ from .models import (
 )
 from .registry import Registry, registry
 from .scheduler import dispatch
+from .scheduler.outcomes import lock_schedules_of, record_ended_elsewhere
 from .timing import InvalidTrigger, Trigger, display_zone
 from .validation import InvalidKwargs, check_kwargs, parse_trigger, signature_problem
 from .wake import wake_schedulers
@@ -480,6 +481,9 @@ def run_cancel(*, run: Run, by: Actor, via: str = "") -> Run:
     """
     who = audit.actor(by)
     with transaction.atomic():
+        # The schedule before the run, as the outcome writer locks them: a run whose
+        # body ends as it is cancelled must not leave each waiting on the other.
+        lock_schedules_of([run])
         current = Run.objects.select_for_update().get(pk=run.pk)
         if current.status not in (RunStatus.QUEUED, RunStatus.RUNNING):
             raise CancelRefused(f"run #{current.pk} already ended ({current.status})")
@@ -490,6 +494,8 @@ def run_cancel(*, run: Run, by: Actor, via: str = "") -> Run:
         current.error = f"cancelled by {who or 'an operator'}"
         current.cancelled_by = who
         current.save(update_fields=["status", "started_at", "finished_at", "error", "cancelled_by"])
+        if current.started_at is not None:  # its body ran: it counts
+            record_ended_elsewhere([current], now=current.finished_at)
         schedule = Schedule.objects.filter(pk=current.schedule_id).first()
         audit.record(
             "cancel_run", schedule=schedule, code=current.schedule_code, by=by, via=via,

@@ -14,7 +14,9 @@ import pytest
 
 APP = Path(__file__).resolve().parent.parent / "schedules"
 # The scheduler's modules that other parts of the app may import (its __init__ says why).
-SCHEDULER_ENTRY_POINTS = {"process", "hints", "dispatch", "pipeline"}
+# outcomes: the services end a run outside its scheduler (an operator's cancel) and
+# record it as the scheduler would.
+SCHEDULER_ENTRY_POINTS = {"process", "hints", "dispatch", "pipeline", "outcomes"}
 # Modules outside web/ that exist to mount the web side (Django looks for
 # template tags in the app's own templatetags package).
 WEB_MOUNTS = {"schedules.urls", "schedules.routing", "schedules.templatetags.sillo"}

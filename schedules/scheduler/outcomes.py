@@ -125,6 +125,15 @@ def finish_runs(*, items: list[tuple[Run, dict]], now: datetime) -> list[tuple]:
     ]
 
 
+def record_ended_elsewhere(runs: list[Run], *, now: datetime) -> None:
+    """Runs whose body ran, ended outside the outcome writer (an operator's cancel):
+    counted on their schedules (runs, last outcome), in the counters and incidents, as
+    the outcome their scheduler would have written, which now finds them ended and
+    records nothing more. In the caller's transaction, the schedules locked first."""
+    record_on_schedules(runs)
+    alerts.after_outcomes(runs=runs, retried=set(), now=now)
+
+
 def save_output(*, run_id: int, text: str, total: int, cut: int, now: datetime) -> None:
     """The output of a running run so far (its page and crash recovery read it)."""
     if Run.objects.filter(pk=run_id).exists():

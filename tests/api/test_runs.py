@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from schedules import services
-from schedules.models import Run, RunOutput, RunStatus
+from schedules.models import Run, RunCounter, RunOutput, RunStatus
 from schedules.scheduler import outcomes
 from tests.factories import every, make_schedule
 
@@ -120,6 +120,28 @@ def test_a_cancelled_running_run_keeps_its_ending_when_its_scheduler_reports(
                "retry_in": None}  # fmt: skip
     assert outcomes.finish_runs(items=[(ours, outcome)], now=timezone.now()) == [(None, None, [])]
     assert Run.objects.get(pk=run.pk).status == RunStatus.CANCELLED
+
+
+def test_a_cancelled_run_counts_on_its_schedule_once_if_its_body_ran(as_role, schedule) -> None:
+    queued, running = _runs(schedule, 2)
+    Run.objects.filter(pk=running.pk).update(status=RunStatus.RUNNING, started_at=timezone.now())
+    operator = as_role("operator", "token")
+    assert operator.post(f"/runs/{queued.pk}/cancel").status_code == 200
+    schedule.refresh_from_db()
+    assert (schedule.run_count, schedule.last_outcome) == (0, "")  # it never ran
+    assert operator.post(f"/runs/{running.pk}/cancel").status_code == 200
+    schedule.refresh_from_db()
+    assert (schedule.run_count, schedule.last_outcome) == (1, RunStatus.CANCELLED)
+    assert schedule.last_error.startswith("cancelled by operator-token")
+    text = [c.name for c in RunCounter.objects.filter(schedule_code=schedule.code)]
+    assert "runs:cancelled" in text
+    # Its scheduler reports the body's end later: counted once, not again.
+    ours = Run.objects.select_related("schedule").get(pk=running.pk)
+    outcome = {"status": RunStatus.CANCELLED, "error": "", "traceback": "", "result": None,
+               "retry_in": None}  # fmt: skip
+    outcomes.finish_runs(items=[(ours, outcome)], now=timezone.now())
+    schedule.refresh_from_db()
+    assert schedule.run_count == 1
 
 
 @pytest.mark.parametrize("status", [RunStatus.SUCCEEDED, RunStatus.CANCELLED, RunStatus.SKIPPED])
