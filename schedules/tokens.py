@@ -22,6 +22,10 @@ from .models import ApiToken
 
 SCHEME = "sdk_"
 PREFIX_LENGTH = 8
+MALFORMED = (
+    f"malformed token: API tokens are '{SCHEME}', {PREFIX_LENGTH} hexadecimal digits, '_' "
+    "and the secret, as the API tokens page shows them once"
+)
 # A token's last use is written at most this often, so reads stay reads.
 LAST_USED_RESOLUTION = timedelta(seconds=60)
 
@@ -72,7 +76,7 @@ def token_authenticate(text: str, *, now: datetime | None = None) -> ApiToken:
     prefix = text[len(SCHEME) : len(SCHEME) + PREFIX_LENGTH]
     well_formed = text.startswith(SCHEME) and text[len(SCHEME) + PREFIX_LENGTH :][:1] == "_"
     if not well_formed or not all(c in "0123456789abcdef" for c in prefix):
-        raise TokenRejected("malformed token: API tokens start with 'sdk_'")
+        raise TokenRejected(MALFORMED)
     token = ApiToken.objects.select_related("user").filter(prefix=prefix).first()
     if token is None or not hmac.compare_digest(token.digest, digest(text)):
         raise TokenRejected("unknown token")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import re
 
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, RequestDataTooBig, SuspiciousOperation
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import DatabaseError, IntegrityError, InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
@@ -28,6 +28,7 @@ UNION_TAG = re.compile(r"^(constrained-)?(int|str|float|bool|dict|list|none)$|.*
 
 CODES = {
     400: "bad_request",
+    413: "too_large",
     401: "unauthenticated",
     403: "forbidden",
     404: "not_found",
@@ -175,6 +176,14 @@ def install(api: NinjaAPI) -> None:
     @api.exception_handler(services.InvalidKwargs)
     def invalid_kwargs(request: HttpRequest, exc: ValueError) -> HttpResponse:
         return error_response(422, {"kwargs": str(exc).removeprefix("kwargs: ")})
+
+    @api.exception_handler(SuspiciousOperation)
+    def refused_request(request: HttpRequest, exc: SuspiciousOperation) -> HttpResponse:
+        # Django's own limits on what it reads of a request (DATA_UPLOAD_MAX_MEMORY_SIZE,
+        # DATA_UPLOAD_MAX_NUMBER_FIELDS) and requests it does not trust.
+        if isinstance(exc, RequestDataTooBig):
+            return error_response(413, {"body": "the request body is too large"})
+        return error_response(400, {None: f"the request was refused: {exc}"})
 
     # What no handler above names still answers in the one shape, never with a
     # traceback: a client can tell "retry" (503) from "report it" (500).

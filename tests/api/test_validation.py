@@ -258,3 +258,24 @@ def test_a_nul_character_in_a_code_is_simply_not_found(as_role, db) -> None:
     response = as_role("viewer", "token").get("/schedules/a%00b")
     assert response.status_code == 404
     assert errors_of(response)
+
+
+def test_a_body_past_djangos_upload_limit_is_refused_as_too_large(as_role, settings) -> None:
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1_000
+    api = as_role("editor", "token")
+    body = {"trigger": {"kind": "interval", "every": 5}, "padding": "x" * 2_000}
+    for path in ("/triggers/preview", "/schedules"):
+        response = api.post(path, body)
+        assert response.status_code == 413, response.content
+        assert response.json()["code"] == "too_large"
+        assert errors_of(response) == {"body": "the request body is too large"}
+
+
+def test_a_query_past_djangos_field_limit_is_a_bad_request(as_role, settings) -> None:
+    settings.DATA_UPLOAD_MAX_NUMBER_FIELDS = 10
+    api = as_role("viewer", "token")
+    query = "&".join(["status=failed"] * 11)
+    for path in ("/runs", "/schedules"):
+        response = api.get(f"{path}?{query}")
+        assert response.status_code == 400, response.content
+        assert "the request was refused" in errors_of(response)[None]
