@@ -31,13 +31,20 @@ $(VENV)/.bench: requirements.txt requirements-dev.txt requirements-bench.txt | $
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-bench.txt
 	touch $@ $(VENV)/.dev $(VENV)/.runtime
 
+# DEBUG off, as users meet the product: error pages without tracebacks or settings
+# (`make run DEBUG=true` while developing). Plain http on this machine: cookies that
+# are not Secure, or the browser would drop the session.
+DEBUG ?= false
+RUN_ENV = DJANGO_DEBUG=$(DEBUG) DJANGO_SECURE_COOKIES=false
+
 # The server is exec'd: make passes a SIGTERM on to its child, which then is the
 # server itself, not a shell that would leave it running.
 run: $(VENV)/.runtime
-	DJANGO_DEBUG=true $(PY) manage.py migrate --noinput
-	DJANGO_DEBUG=true $(PY) manage.py ensureadmin --url http://$(HOST)/
-	$(if $(NODEMO),,DJANGO_DEBUG=true $(PY) manage.py demo --if-empty)
-	exec env DJANGO_DEBUG=true $(PY) manage.py runscheduler --serve $(HOST)
+	$(RUN_ENV) $(PY) manage.py migrate --noinput
+	$(RUN_ENV) $(PY) manage.py collectstatic --noinput -v0
+	$(RUN_ENV) $(PY) manage.py ensureadmin --url http://$(HOST)/
+	$(if $(NODEMO),,$(RUN_ENV) $(PY) manage.py demo --if-empty)
+	exec env $(RUN_ENV) $(PY) manage.py runscheduler --serve $(HOST)
 
 lint: $(VENV)/.dev
 	$(VENV)/bin/ruff check .
