@@ -216,7 +216,10 @@ class RunDetailOut(RunOut):
 class RunOutputOut(Schema):
     run_id: int
     status: str
-    finished: bool = Field(description="false while the run may still write more")
+    finished: bool = Field(
+        description="false while the run may still write more (a run cancelled while it "
+        "ran: for 10 s after the cancel, while its scheduler stops it and saves the rest)"
+    )
     text: str = Field(
         description="what the run printed and logged: the head and the tail within "
         "SILLO_OUTPUT_MAX_CHARS, with a note of what was cut between them"

@@ -97,6 +97,23 @@ def test_output_is_what_the_run_saved_and_says_whether_more_may_come(as_role, sc
     assert body["finished"] is True
 
 
+def test_the_output_of_a_run_cancelled_while_it_ran_settles_before_it_is_finished(
+    as_role, schedule
+) -> None:
+    (run,) = _runs(schedule, 1, status=RunStatus.RUNNING, started_at=timezone.now())
+    api = as_role("operator", "token")
+    assert api.post(f"/runs/{run.pk}/cancel").status_code == 200
+    # Its scheduler has yet to stop the body and save its last lines.
+    body = api.get(f"/runs/{run.pk}/output").json()
+    assert (body["status"], body["finished"]) == ("cancelled", False)
+    settled = timezone.now() - timedelta(seconds=11)
+    Run.objects.filter(pk=run.pk).update(finished_at=settled)
+    assert api.get(f"/runs/{run.pk}/output").json()["finished"] is True
+    (queued,) = _runs(schedule, 1)  # never began: nothing more can come
+    assert api.post(f"/runs/{queued.pk}/cancel").status_code == 200
+    assert api.get(f"/runs/{queued.pk}/output").json()["finished"] is True
+
+
 def test_cancel_of_a_queued_run_records_who(as_role, schedule) -> None:
     (run,) = _runs(schedule, 1)
     response = as_role("operator", "token").post(f"/runs/{run.pk}/cancel")

@@ -9,10 +9,11 @@ from datetime import datetime
 from urllib.parse import urlencode
 
 from django.http import HttpRequest
+from django.utils import timezone
 from ninja import Field, Query, Router, Schema
 
 from ... import services
-from ...models import Run, RunOutput
+from ...models import Run, RunOutput, RunStatus
 from ...run_filters import converts_to_utc
 from ...selectors import filtered_runs
 from ..auth import OPERATE, VIEW, caller, require
@@ -84,7 +85,7 @@ def show_run_output(request: HttpRequest, run_id: int):
     return {
         "run_id": run.pk,
         "status": run.status,
-        "finished": run.is_finished,
+        "finished": run.is_finished and not _may_still_write(run),
         "text": output.text if output else "",
         "total": output.total if output else 0,
         "cut": output.cut if output else 0,
@@ -97,6 +98,23 @@ def cancel_run(request: HttpRequest, run_id: int):
     """Cancel a queued or running run (a running one is stopped by its scheduler)."""
     run = services.run_cancel(run=_run_for(request, run_id, OPERATE), by=caller(request), via="api")
     return run_body(run, detail=True)
+
+
+# Seconds a run cancelled while it ran may still add its last lines: the cancel is
+# recorded at once, and its scheduler then stops the body (a kill grace of its own) and
+# saves the output with the outcome it writes, which is gathered for up to 2 s.
+OUTPUT_SETTLES = 10.0
+
+
+def _may_still_write(run: Run) -> bool:
+    """Whether the body of a run recorded cancelled may still be executing somewhere.
+
+    Every other ending is written by the process that ran the body once it ended, or
+    by recovery once that process was gone; a cancel (an operator's, a replace) is
+    written by another process while the body runs."""
+    if run.status != RunStatus.CANCELLED or run.started_at is None or run.finished_at is None:
+        return False
+    return (timezone.now() - run.finished_at).total_seconds() < OUTPUT_SETTLES
 
 
 def _run_for(request: HttpRequest, run_id: int, perm: str) -> Run:
