@@ -15,7 +15,7 @@ from django.db import transaction
 from django.db.models.functions import Now
 
 from ..alerts import record as alerts
-from ..models import Run, RunStatus, SchedulerInstance, stale_before
+from ..models import Run, RunOutput, RunStatus, SchedulerInstance, stale_before
 from . import chains
 from .outcomes import lock_schedules_of, record_on_schedules, tally_order
 
@@ -80,6 +80,30 @@ def _exited(pid: int) -> bool:
         return False
 
 
+def _last_seen(runs: list[Run], now: datetime) -> dict[int, datetime]:
+    """When each run of a dead scheduler was last known to be executing: its
+    scheduler's last heartbeat or its output's last save, whichever is later, not
+    before it started. Its body ended with its scheduler, at most a heartbeat later;
+    `now` (a restart after a day down) would count the downtime as its duration."""
+    if not runs:
+        return {}
+    beats = dict(
+        SchedulerInstance.objects.filter(id__in={run.scheduler for run in runs}).values_list(
+            "id", "heartbeat_at"
+        )
+    )
+    saved = dict(
+        RunOutput.objects.filter(run_id__in=[run.pk for run in runs]).values_list(
+            "run_id", "updated_at"
+        )
+    )
+    seen = {}
+    for run in runs:
+        known = [t for t in (run.started_at, beats.get(run.scheduler), saved.get(run.pk)) if t]
+        seen[run.pk] = min(now, max(known)) if known else now
+    return seen
+
+
 def recover_crashed(*, now: datetime, stale_after: float, host: str) -> list[Run]:
     """Mark dead schedulers stopped and their running runs interrupted.
 
@@ -102,6 +126,7 @@ def recover_crashed(*, now: datetime, stale_after: float, host: str) -> list[Run
     # every kept run (seconds beside 10 million, each heartbeat on the database thread)
     # rather than the running runs' partial index.
     orphaned = list(Run.objects.running().exclude(scheduler__in=alive).order_by())
+    last_seen = _last_seen(orphaned, now)
     interrupted = []
     # One transaction with the outcomes' side effects: a catch follow-up is written
     # with the interrupted status or not at all (another recovering scheduler's
@@ -111,11 +136,12 @@ def recover_crashed(*, now: datetime, stale_after: float, host: str) -> list[Run
         lock_schedules_of(orphaned)
         for run in sorted(orphaned, key=tally_order):
             error = f"scheduler {run.scheduler or '?'} stopped before the run finished"
+            ended = last_seen[run.pk]
             updated = Run.objects.filter(pk=run.pk, status=RunStatus.RUNNING).update(
-                status=RunStatus.INTERRUPTED, finished_at=now, error=error
+                status=RunStatus.INTERRUPTED, finished_at=ended, error=error
             )
             if updated:
-                run.status, run.finished_at, run.error = RunStatus.INTERRUPTED, now, error
+                run.status, run.finished_at, run.error = RunStatus.INTERRUPTED, ended, error
                 interrupted.append(run)
         record_on_schedules(interrupted)
         # An interrupted run is a final failure: incidents, notifications, counters.

@@ -19,6 +19,7 @@ from schedules.models import (
     CounterTotal,
     Run,
     RunCounter,
+    RunOutput,
     RunReason,
     RunStatus,
     RunTally,
@@ -27,7 +28,7 @@ from schedules.models import (
     ScheduleStatus,
 )
 from schedules.registry import Registry, TaskOptions, registry
-from schedules.scheduler import claims, outcomes, pipeline
+from schedules.scheduler import claims, instances, outcomes, pipeline
 from schedules.scheduler.engine import Scheduler
 from schedules.signals import run_finished, run_started
 from tests.factories import (
@@ -36,6 +37,7 @@ from tests.factories import (
     create,
     every,
     inline_executor,
+    make_schedule,
     runs_of,
     schedule_of,
 )
@@ -686,3 +688,26 @@ async def test_a_run_whose_announcements_hang_still_runs_and_shutdown_still_ends
     await scheduler.shutdown()
     (run,) = await runs_of("announced")
     assert run.status == RunStatus.SUCCEEDED
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_interrupted_run_ends_when_its_scheduler_was_last_seen_not_at_the_restart() -> None:
+    """A day down must not count as a day of the run's duration (the schedule page's
+    p50/p95): its body ended with its scheduler, a heartbeat after it was last seen."""
+    start = timezone.now() - timedelta(days=1)
+    schedule = make_schedule("crashed", "test.echo", every(3600))
+    SchedulerInstance.objects.create(id="dead", host="h", pid=1, heartbeat_at=start)
+    quiet, chatty = (services.schedule_run_now(schedule=schedule) for _ in range(2))
+    Run.objects.filter(pk__in=[quiet.pk, chatty.pk]).update(
+        status=RunStatus.RUNNING, scheduler="dead", started_at=start - timedelta(seconds=3)
+    )
+    saved = start + timedelta(seconds=4)  # its output saved after the last heartbeat
+    RunOutput.objects.create(run=chatty, text="x", total=1, updated_at=saved)
+    restart = timezone.now()
+    instances.recover_crashed(now=restart, stale_after=30, host="elsewhere")
+    quiet, chatty = (Run.objects.get(pk=run.pk) for run in (quiet, chatty))
+    assert quiet.status == chatty.status == RunStatus.INTERRUPTED
+    assert (quiet.finished_at, chatty.finished_at) == (start, saved)
+    assert quiet.duration == timedelta(seconds=3)
+    schedule.refresh_from_db()
+    assert schedule.last_duration == 7.0  # seconds, the latest of the two
