@@ -299,6 +299,9 @@ class Scheduler:
         now = self.clock.now()
         if self._due("heartbeat", setting("SILLO_HEARTBEAT_INTERVAL"), now):
             await self._heartbeat(now)
+        # Not tied to the heartbeat (registering counts as the first): the first pass
+        # recovers too, so a restart after kill -9 ends the killed one's runs at once.
+        if self._due("recover", setting("SILLO_HEARTBEAT_INTERVAL"), now):
             for run in await self.db(
                 instances.recover_crashed,
                 now=now,

@@ -232,14 +232,14 @@ async def test_runs_of_a_dead_scheduler_become_interrupted(scheduler, clock, set
 
     run = await sync_to_async(leave_a_running_run)()
     clock.advance(600)  # this host's clock jumps ten minutes: nothing changes
-    scheduler._last.pop("heartbeat", None)
+    scheduler._last.pop("recover", None)
     await scheduler.run_pass()
     assert (await runs_of("victim"))[0].status == RunStatus.RUNNING  # heartbeat still fresh
 
     await sync_to_async(SchedulerInstance.objects.filter(id="dead").update)(
         heartbeat_at=timezone.now() - timedelta(seconds=31)
     )
-    scheduler._last.pop("heartbeat", None)
+    scheduler._last.pop("recover", None)
     await scheduler.run_pass()
     (run,) = await runs_of("victim")
     assert run.status == RunStatus.INTERRUPTED
@@ -509,7 +509,7 @@ async def test_a_peer_on_another_node_with_the_same_host_and_pid_is_not_declared
         id="container", host=scheduler.host, pid=2**22 - 1, node="another-boot:pid:[1]",
         heartbeat_at=timezone.now(),
     )  # fmt: skip
-    scheduler._last.pop("heartbeat", None)
+    scheduler._last.pop("recover", None)
     await scheduler.run_pass()
     peer = await sync_to_async(SchedulerInstance.objects.get)(id="container")
     assert peer.stopped_at is None
@@ -521,8 +521,7 @@ async def test_a_dead_pid_on_this_node_is_recovered_at_once(scheduler, clock) ->
     await sync_to_async(SchedulerInstance.objects.create)(
         id="crashed", host=scheduler.host, pid=2**22 - 1, node=NODE, heartbeat_at=timezone.now()
     )
-    scheduler._last.pop("heartbeat", None)
-    await scheduler.run_pass()
+    await scheduler.run_pass()  # the first after the start: no heartbeat interval's wait
     peer = await sync_to_async(SchedulerInstance.objects.get)(id="crashed")
     assert peer.stopped_at is not None
 
@@ -543,7 +542,7 @@ async def test_a_killed_scheduler_not_yet_reaped_on_this_node_is_recovered_at_on
             id="zombie", host=scheduler.host, pid=killed.pid, node=NODE,
             heartbeat_at=timezone.now(),
         )  # fmt: skip
-        scheduler._last.pop("heartbeat", None)
+        scheduler._last.pop("recover", None)
         await scheduler.run_pass()
         peer = await sync_to_async(SchedulerInstance.objects.get)(id="zombie")
         assert peer.stopped_at is not None
