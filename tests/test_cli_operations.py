@@ -38,6 +38,19 @@ def test_list_filters_by_status_and_flag() -> None:
     assert "[ORPHAN]" in cli("list")
 
 
+def test_list_columns_never_run_into_each_other() -> None:
+    long_code = "a-schedule-code-longer-than-thirty-characters"
+    make_schedule(long_code, "test.echo", every(60))
+    make_schedule("b", "test.echo", {"kind": "cron", "expression": "0 3 * * *"})
+    Schedule.objects.filter(code="b").update(last_outcome=RunStatus.INTERRUPTED)
+    lines = {line.split()[0]: line for line in cli("list").splitlines()}
+    assert lines[long_code].startswith(f"{long_code}  active")
+    assert "interrupted  At 03:00, UTC" in lines["b"]
+    # Each column starts at the same place on every line.
+    starts = {line.index("next ") for line in lines.values()}
+    assert len(starts) == 1
+
+
 def test_show_includes_the_next_fire_times() -> None:
     make_schedule(
         "nightly",

@@ -154,12 +154,18 @@ class Command(BaseCommand):
         if json:
             self.emit(rows)
             return
-        for row in rows:
+        # Columns as wide as their longest value: a long code or `interrupted` must not
+        # run into the next column.
+        cells = [
+            [row["code"], row["status"], f"next {row['next_run_at'] or '-'}",
+             row["last_outcome"] or "-"]
+            for row in rows
+        ]  # fmt: skip
+        widths = [max(len(cell[i]) for cell in cells) for i in range(4)] if cells else []
+        for row, cell in zip(rows, cells, strict=True):
             marks = " ".join(f"[{f.upper()}]" for f in row["flags"])
-            self.stdout.write(
-                f"{row['code']:30} {row['status']:10} next {row['next_run_at'] or '-':32} "
-                f"{row['last_outcome'] or '-':10} {row['description']} {marks}".rstrip()
-            )
+            columns = "  ".join(text.ljust(width) for text, width in zip(cell, widths, strict=True))
+            self.stdout.write(f"{columns}  {row['description']} {marks}".rstrip())
         if not rows:
             self.stdout.write("no schedules")
 
