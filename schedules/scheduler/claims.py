@@ -25,7 +25,7 @@ from ..registry import Registry
 from ..timing import InvalidTrigger, Trigger
 from ..validation import InvalidKwargs, kwargs_problem, printable, signature_problem
 from . import chains, dispatch
-from .outcomes import record_on_schedules
+from .outcomes import record_ended_elsewhere, record_on_schedules
 from .records import new_run
 
 logger = logging.getLogger(__name__)
@@ -110,7 +110,8 @@ def start_or_skip(
             # operator's cancel): left to it, not waited for. An outcome writer locks
             # its runs before their schedules, and this claim holds the schedule's row:
             # waiting, each would wait for the other (PostgreSQL's row locks).
-            replaced = list(locked_or_skipped(running).values_list("pk", flat=True))
+            ending = list(locked_or_skipped(running))
+            replaced = [run.pk for run in ending]
             Run.objects.filter(pk__in=replaced).update(
                 status=RunStatus.CANCELLED,
                 finished_at=now,
@@ -118,6 +119,12 @@ def start_or_skip(
                 # One claimed ahead of its slot never began.
                 started_at=Case(When(started_at__gt=now, then=Value(None)), default="started_at"),
             )
+            # Those whose body ran count as runs of the schedule, as an operator's
+            # cancel does (their scheduler's later report finds them ended).
+            began = [run for run in ending if run.started_at and run.started_at <= now]
+            for run in began:
+                run.status, run.finished_at, run.error = RunStatus.CANCELLED, now, REPLACED
+            record_ended_elsewhere(began, now=now)
         else:
             run.status = RunStatus.SKIPPED
             run.finished_at = now

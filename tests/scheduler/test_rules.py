@@ -61,9 +61,13 @@ async def test_overlap_replace_cancels_the_running_one(scheduler, clock) -> None
     assert first.status == RunStatus.CANCELLED
     assert first.error == "replaced by a newer run"
     assert second.status == RunStatus.RUNNING
+    # The replaced run's body ran: it counts on its schedule, once.
+    schedule = await schedule_of("fresh")
+    assert (schedule.run_count, schedule.last_outcome) == (1, RunStatus.CANCELLED)
     test_tasks.async_gates["fresh"].set()
     await scheduler.wait_idle()
     assert (await runs_of("fresh"))[1].status == RunStatus.SUCCEEDED
+    assert (await schedule_of("fresh")).run_count == 2
 
 
 async def test_misfire_skip_records_one_skipped_run_with_the_count(scheduler, clock) -> None:
