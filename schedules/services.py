@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from . import audit, chains, defaults
 from .alerts import record as alerts
+from .bulk import locked_or_skipped
 from .inputs import kwargs_problem
 from .models import (
     Dispatch,
@@ -481,10 +482,16 @@ def run_cancel(*, run: Run, by: Actor, via: str = "") -> Run:
     """
     who = audit.actor(by)
     with transaction.atomic():
-        # The schedule before the run, as the outcome writer locks them: a run whose
-        # body ends as it is cancelled must not leave each waiting on the other.
+        # The schedule before the run, as claims and recovery take them (the run adds to
+        # the schedule's tally). A run another process has locked is having its outcome
+        # written there: refused, not waited for, as that writer took the run first and
+        # waits for the schedule.
         lock_schedules_of([run])
-        current = Run.objects.select_for_update().get(pk=run.pk)
+        current = locked_or_skipped(Run.objects.filter(pk=run.pk)).first()
+        if current is None:
+            if Run.objects.filter(pk=run.pk).exists():
+                raise CancelRefused(f"run #{run.pk} is ending now; its outcome is being written")
+            raise CancelRefused(f"run #{run.pk} no longer exists")
         if current.status not in (RunStatus.QUEUED, RunStatus.RUNNING):
             raise CancelRefused(f"run #{current.pk} already ended ({current.status})")
         current.status = RunStatus.CANCELLED

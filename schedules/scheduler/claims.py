@@ -111,7 +111,7 @@ def start_or_skip(
             # its runs before their schedules, and this claim holds the schedule's row:
             # waiting, each would wait for the other (PostgreSQL's row locks).
             ending = list(locked_or_skipped(running))
-            replaced = [run.pk for run in ending]
+            replaced = [other.pk for other in ending]
             Run.objects.filter(pk__in=replaced).update(
                 status=RunStatus.CANCELLED,
                 finished_at=now,
@@ -121,9 +121,10 @@ def start_or_skip(
             )
             # Those whose body ran count as runs of the schedule, as an operator's
             # cancel does (their scheduler's later report finds them ended).
-            began = [run for run in ending if run.started_at and run.started_at <= now]
-            for run in began:
-                run.status, run.finished_at, run.error = RunStatus.CANCELLED, now, REPLACED
+            # (Not one started by this claim's own batch: replaced before it ran.)
+            began = [other for other in ending if other.started_at and other.started_at < now]
+            for other in began:
+                other.status, other.finished_at, other.error = RunStatus.CANCELLED, now, REPLACED
             record_ended_elsewhere(began, now=now)
         else:
             run.status = RunStatus.SKIPPED

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 
 import pytest
+from django.db import connections, transaction
 from django.utils import timezone
 
 from schedules import services
@@ -168,3 +170,35 @@ def test_a_finished_run_cannot_be_cancelled(as_role, schedule, status) -> None:
     assert response.status_code == 409
     assert errors_of(response) == {None: f"run #{run.pk} already ended ({status})"}
     assert Run.objects.get(pk=run.pk).status == status
+
+
+@pytest.mark.production
+def test_a_cancel_meeting_the_runs_outcome_being_written_is_refused_not_deadlocked(
+    transactional_db,
+) -> None:
+    """The outcome writer locks its runs, then their schedules; a cancel locks the
+    schedule, then the run. Waiting for the run's lock, each would wait for the other."""
+    schedule = make_schedule("ending", "test.echo", every(60))
+    run = services.schedule_run_now(schedule=schedule)
+    Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, started_at=timezone.now())
+    locked, release = threading.Event(), threading.Event()
+
+    def writing_its_outcome() -> None:
+        try:
+            with transaction.atomic():
+                list(Run.objects.select_for_update().filter(pk=run.pk).values_list("pk"))
+                locked.set()
+                release.wait(10)  # (a waiting cancel makes this test fail, not hang)
+        finally:
+            connections.close_all()
+
+    writer = threading.Thread(target=writing_its_outcome)
+    writer.start()
+    try:
+        assert locked.wait(10)
+        with pytest.raises(services.CancelRefused, match="is ending now"):
+            services.run_cancel(run=run, by=None)
+    finally:
+        release.set()
+        writer.join()
+    assert Run.objects.get(pk=run.pk).status == RunStatus.RUNNING
