@@ -32,10 +32,10 @@ $(VENV)/.bench: requirements.txt requirements-dev.txt requirements-bench.txt | $
 	touch $@ $(VENV)/.dev $(VENV)/.runtime
 
 # DEBUG off, as users meet the product: error pages without tracebacks or settings
-# (`make run DEBUG=true` while developing). Plain http on this machine: cookies that
+# (`make run DJANGO_DEBUG=true` while developing). Plain http on this machine: cookies that
 # are not Secure, or the browser would drop the session.
-DEBUG ?= false
-RUN_ENV = DJANGO_DEBUG=$(DEBUG) DJANGO_SECURE_COOKIES=false
+DJANGO_DEBUG ?= false
+RUN_ENV = DJANGO_DEBUG=$(DJANGO_DEBUG) DJANGO_SECURE_COOKIES=false
 
 # The server is exec'd: make passes a SIGTERM on to its child, which then is the
 # server itself, not a shell that would leave it running.
