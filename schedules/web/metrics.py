@@ -61,8 +61,8 @@ def _counter_rows(limit: int) -> tuple[set[str], list[tuple[str, str, float]]]:
     the two reads would be in `_other` once, then under its own label, and `_other`
     would fall (a reset to Prometheus). The labels grow as schedules are counted, so
     the same labels after the read held during it. A full set of labels (`limit`
-    codes) cannot grow: it is not read again (800 counters at the default limit, a
-    fifth of the records' time in a scrape on PostgreSQL).
+    codes) cannot grow: it is not read again (a read of 800 counters at the default
+    limit).
     """
     labelled = _labels(limit)
     for _ in range(3):
