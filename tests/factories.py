@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from io import StringIO
 
 from asgiref.sync import sync_to_async
 from django.core.management import call_command
-from django.db import connection
+from django.db import connection, connections, transaction
 from django.test.utils import CaptureQueriesContext
 
 from schedules import services
@@ -118,3 +121,33 @@ def whole_table_reads(queries: list[dict], table: str) -> list[str]:
         for q in queries
         if quoted in q["sql"] and " WHERE " not in q["sql"] and " LIMIT " not in q["sql"]
     ]
+
+
+@contextmanager
+def held_elsewhere(lock: Callable[[], object]) -> Iterator[None]:
+    """Another process's open transaction: `lock` runs in it on another thread (and
+    connection), which holds what it locked or wrote until the block ends."""
+    locked, release = threading.Event(), threading.Event()
+
+    def holding() -> None:
+        try:
+            with transaction.atomic():
+                lock()
+                locked.set()
+                release.wait(10)  # (code that waited for it makes the test fail, not hang)
+        finally:
+            connections.close_all()
+
+    other = threading.Thread(target=holding)
+    other.start()
+    try:
+        assert locked.wait(10)
+        yield
+    finally:
+        release.set()
+        other.join()
+
+
+def lock_run(run_id: int) -> Callable[[], object]:
+    """Lock one run's row, as an outcome writer does."""
+    return lambda: list(Run.objects.select_for_update().filter(pk=run_id).values_list("pk"))

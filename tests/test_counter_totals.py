@@ -12,13 +12,14 @@ from fractions import Fraction
 from types import SimpleNamespace
 
 import pytest
-from django.db import connection, connections, transaction
+from django.db import connection, connections
 from django.db.models import Sum
 from django.test.utils import CaptureQueriesContext
 
 from schedules import counter_totals, counters
 from schedules.counter_totals import BASE, in_steps
 from schedules.models import CounterTotal, RunCounter
+from tests.factories import held_elsewhere
 
 T0 = datetime(2026, 12, 7, 12, 0, tzinfo=UTC)
 # Row locks held by another connection: PostgreSQL's (SQLite writes one at a time).
@@ -199,25 +200,10 @@ def test_totals_behind_the_counters_are_said_and_never_exported_below_zero(caplo
 @postgresql_only
 def test_a_fold_leaves_a_shard_another_writer_holds_and_does_not_wait(transactional_db) -> None:
     counters._add({("a", "runs:succeeded"): 1.0})  # this writer's shard, committed
-    written, release = threading.Event(), threading.Event()
-
-    def counting_in_an_open_transaction() -> None:
-        try:
-            with transaction.atomic():
-                counter_totals.upsert(CounterTotal, "shard", {("other", "runs:succeeded"): 5.0})
-                written.set()
-                release.wait(10)  # (a fold that waited would fold both rows: the test fails)
-        finally:
-            connections.close_all()
-
-    writer = threading.Thread(target=counting_in_an_open_transaction)
-    writer.start()
-    try:
-        assert written.wait(10)
-        assert counter_totals.fold() == 1
-    finally:
-        release.set()
-        writer.join()
+    with held_elsewhere(  # another writer counting, its transaction open
+        lambda: counter_totals.upsert(CounterTotal, "shard", {("other", "runs:succeeded"): 5.0})
+    ):
+        assert counter_totals.fold() == 1  # had it waited, it would fold both rows
     shards = dict(CounterTotal.objects.values_list("shard", "value"))
     assert shards == {BASE: 1.0, "other": 5.0}
     assert counter_totals.fold() == 1

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import threading
 from datetime import timedelta
 
 import pytest
-from django.db import connections, transaction
 from django.utils import timezone
 
 from schedules import services
 from schedules.models import Run, RunCounter, RunOutput, RunStatus
 from schedules.scheduler import outcomes
-from tests.factories import every, make_schedule
+from tests.factories import every, held_elsewhere, lock_run, make_schedule
 
 from .conftest import errors_of
 
@@ -181,24 +179,7 @@ def test_a_cancel_meeting_the_runs_outcome_being_written_is_refused_not_deadlock
     schedule = make_schedule("ending", "test.echo", every(60))
     run = services.schedule_run_now(schedule=schedule)
     Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, started_at=timezone.now())
-    locked, release = threading.Event(), threading.Event()
-
-    def writing_its_outcome() -> None:
-        try:
-            with transaction.atomic():
-                list(Run.objects.select_for_update().filter(pk=run.pk).values_list("pk"))
-                locked.set()
-                release.wait(10)  # (a waiting cancel makes this test fail, not hang)
-        finally:
-            connections.close_all()
-
-    writer = threading.Thread(target=writing_its_outcome)
-    writer.start()
-    try:
-        assert locked.wait(10)
-        with pytest.raises(services.CancelRefused, match="is ending now"):
-            services.run_cancel(run=run, by=None)
-    finally:
-        release.set()
-        writer.join()
+    writing_its_outcome = held_elsewhere(lock_run(run.pk))
+    with writing_its_outcome, pytest.raises(services.CancelRefused, match="is ending now"):
+        services.run_cancel(run=run, by=None)
     assert Run.objects.get(pk=run.pk).status == RunStatus.RUNNING

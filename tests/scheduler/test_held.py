@@ -32,7 +32,17 @@ from schedules.scheduler.executor import Executor, Outcome
 from schedules.scheduler.pace import Backlog
 from schedules.scheduler.pool import PoolLimits, WorkerPool
 from schedules.scheduler.recorder import OutcomeRecorder
-from tests.factories import T0, FakeClock, create, every, inline_executor, make_schedule, runs_of
+from tests.factories import (
+    T0,
+    FakeClock,
+    create,
+    every,
+    held_elsewhere,
+    inline_executor,
+    lock_run,
+    make_schedule,
+    runs_of,
+)
 from tests.scheduler.conftest import pooled_scheduler
 
 
@@ -428,32 +438,11 @@ def test_replace_leaves_a_run_another_process_is_ending_to_it(transactional_db) 
     """An outcome writer locks its runs, then their schedules; a claim holds the schedule,
     then replaces its running runs. Waiting for the run's lock, the two would wait for
     each other: a run locked elsewhere is left to whoever is ending it."""
-    import threading
-
-    from django.db import connections, transaction
-
     finishing, executing, waiting = replacing_runs(
         RunStatus.RUNNING, RunStatus.RUNNING, RunStatus.QUEUED
     )
-    locked, release = threading.Event(), threading.Event()
-
-    def writing_its_outcome() -> None:
-        try:
-            with transaction.atomic():
-                list(Run.objects.select_for_update().filter(pk=finishing.pk).values_list("pk"))
-                locked.set()
-                release.wait(10)  # (a waiting claim makes this test fail, not hang)
-        finally:
-            connections.close_all()
-
-    writer = threading.Thread(target=writing_its_outcome)
-    writer.start()
-    try:
-        assert locked.wait(10)
+    with held_elsewhere(lock_run(finishing.pk)):  # its outcome being written
         start([waiting])
-    finally:
-        release.set()
-        writer.join()
     assert dict(Run.objects.values_list("pk", "status")) == {
         finishing.pk: RunStatus.RUNNING,  # its outcome is being written elsewhere
         executing.pk: RunStatus.CANCELLED,
