@@ -15,7 +15,7 @@ from django.urls import URLPattern, include, path, re_path
 from ninja import NinjaAPI
 
 from . import docs, errors
-from .auth import BearerToken, DashboardSession, TokenThrottle
+from .auth import VIEW, TokenThrottle, allowed
 from .routers import runs, schedules, stats, tasks, triggers
 
 
@@ -29,7 +29,8 @@ api = SilloAPI(
     version="1",
     description="Schedules, runs and tasks of Sillo Dash. See docs/api.md.",
     urls_namespace="sillo-api-v1",
-    auth=[BearerToken(), DashboardSession()],
+    # Every operation needs VIEW, checked before its parameters are read (auth.allowed).
+    auth=allowed(VIEW),
     throttle=[TokenThrottle()],
     openapi_url=None,  # served by docs.py, whose paths follow the mount prefix
     docs_url=None,

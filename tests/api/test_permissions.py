@@ -112,6 +112,42 @@ def test_each_endpoint_answers_each_role_by_its_permissions(
         assert Schedule.objects.get(code="nightly").status == expected
 
 
+# Bodies and queries that fail validation: a caller who may not call the endpoint
+# must hear that, not what was wrong with input it was not allowed to send.
+BAD_INPUT = [
+    ("stranger", "GET", "/schedules?limit=0", None),
+    ("stranger", "GET", "/runs?cursor=%00", None),
+    ("stranger", "POST", "/triggers/preview", {"trigger": "nonsense", "count": -1}),
+    ("viewer", "POST", "/schedules", {"code": 5, "trigger": []}),
+    ("viewer", "PATCH", "/schedules/nightly", {"kwargs": "not an object", "version": "x"}),
+    ("viewer", "PATCH", "/schedules/nope", {"kwargs": "not an object"}),
+    ("viewer", "POST", "/schedules/nightly/run", {"kwargs": [1, 2]}),
+    ("operator", "POST", "/schedules", {"code": ""}),
+]
+
+
+@pytest.mark.parametrize("via", ["session", "token"])
+@pytest.mark.parametrize(("role", "method", "path", "body"), BAD_INPUT, ids=lambda v: str(v))
+def test_a_caller_without_the_permission_gets_403_whatever_it_sent(
+    as_role, schedule, role, method, path, body, via
+) -> None:
+    before = Schedule.objects.get(code="nightly").version, Run.objects.count()
+
+    response = as_role(role, via).call(method, path, body)
+
+    assert response.status_code == 403, response.content
+    assert "you need the permission" in errors_of(response)[None]
+    assert (Schedule.objects.get(code="nightly").version, Run.objects.count()) == before
+
+
+def test_a_caller_with_the_permission_still_hears_what_is_wrong_with_its_input(
+    as_role, schedule
+) -> None:
+    response = as_role("editor", "token").call("PATCH", "/schedules/nightly", {"kwargs": "x"})
+    assert response.status_code == 422, response.content
+    assert as_role("viewer", "token").get("/schedules?limit=0").status_code == 422
+
+
 @pytest.mark.parametrize("via", ["session", "token"])
 def test_the_schema_is_served_to_any_authenticated_caller(as_role, via) -> None:
     assert as_role("stranger", via).get("/openapi.json").status_code == 200

@@ -17,7 +17,7 @@ from ...choices import RunStatus
 from ...models import Schedule
 from ...registry import OPTION_NAMES, TaskOptions, registry
 from ...selectors import LIST_FLAGS, filtered_schedules
-from ..auth import ADD, CHANGE, DELETE, OPERATE, VIEW, caller, require
+from ..auth import ADD, CHANGE, DELETE, OPERATE, VIEW, allowed, caller, require
 from ..checks import check_input, parsed_trigger, schedule_for
 from ..errors import ErrorOut, Problem
 from ..presenters import run_body, schedule_body
@@ -68,7 +68,7 @@ def show_schedule(request: HttpRequest, code: str):
     return schedule_body(schedule, next_times=times)
 
 
-@router.post("/schedules", response={201: ScheduleDetailOut, **ERRORS})
+@router.post("/schedules", response={201: ScheduleDetailOut, **ERRORS}, auth=allowed(VIEW, ADD))
 def create_schedule(request: HttpRequest, payload: ScheduleCreate):
     """Create an active schedule. Options left out take the task's declared ones."""
     require(request, VIEW)
@@ -98,7 +98,9 @@ def create_schedule(request: HttpRequest, payload: ScheduleCreate):
     return Status(201, _detail(schedule))
 
 
-@router.patch("/schedules/{code}", response={200: ScheduleDetailOut, **ERRORS})
+@router.patch(
+    "/schedules/{code}", response={200: ScheduleDetailOut, **ERRORS}, auth=allowed(VIEW, CHANGE)
+)
 def update_schedule(request: HttpRequest, code: str, payload: ScheduleUpdate):
     """Change the fields given; a changed trigger moves the next slot (from now)."""
     schedule = schedule_for(request, code, CHANGE)
@@ -159,7 +161,9 @@ _status_action(
 )
 
 
-@router.post("/schedules/{code}/run", response={202: RunDetailOut, **ERRORS})
+@router.post(
+    "/schedules/{code}/run", response={202: RunDetailOut, **ERRORS}, auth=allowed(VIEW, OPERATE)
+)
 def run_schedule(request: HttpRequest, code: str, payload: RunNowIn | None = None):
     """Queue a manual run now; optional kwargs are merged over the schedule's for this run."""
     schedule = schedule_for(request, code, OPERATE)
