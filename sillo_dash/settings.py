@@ -286,8 +286,29 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {
+        "client_errors": {"()": "sillo_dash.logfilters.ClientErrorsWithoutTraceback"},
+        "require_debug_false": {"()": "django.utils.log.RequireDebugFalse"},
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "filters": ["client_errors"],
+        },
+        # Django's default, kept: server errors mailed to ADMINS (none are set here).
+        "mail_admins": {
+            "level": "ERROR",
+            "filters": ["require_debug_false"],
+            "class": "django.utils.log.AdminEmailHandler",
+        },
+    },
     "root": {"handlers": ["console"], "level": os.environ.get("DJANGO_LOG_LEVEL", "INFO")},
-    # django-axes announces itself on every start (every CLI call): keep its warnings only.
-    "loggers": {"axes.apps": {"level": "WARNING"}},
+    "loggers": {
+        # Django's own console handler (DEBUG only) printed every django.* record a
+        # second time beside the root's: it goes, and django.* reaches the root alone.
+        "django": {"handlers": ["mail_admins"], "propagate": True},
+        # django-axes announces itself on every start (every CLI call): keep its warnings only.
+        "axes.apps": {"level": "WARNING"},
+    },
 }

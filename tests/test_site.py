@@ -67,3 +67,58 @@ def test_ensureadmin_creates_one_admin_once(manage) -> None:
     assert "as 'admin' with password '" in first.stdout
     second = manage("ensureadmin")
     assert second.returncode == 0 and second.stdout == ""
+
+
+def _console_output(client_call) -> str:
+    """What the project's console log handler printed during `client_call()`."""
+    import io
+    import logging
+
+    # LOGGING's console (pytest's capture handlers are subclasses).
+    console = next(h for h in logging.getLogger().handlers if type(h) is logging.StreamHandler)
+    buffer = io.StringIO()
+    stream = console.setStream(buffer)
+    try:
+        client_call()
+    finally:
+        console.setStream(stream)
+    return buffer.getvalue()
+
+
+def test_a_refused_request_is_logged_in_one_line_without_a_traceback(client) -> None:
+    user = get_user_model().objects.create_user("viewer", password="pw-long-enough-1")
+    user.groups.add(Group.objects.get(name="Viewers"))
+    client.force_login(user)
+
+    printed = _console_output(lambda: client.post("/schedules/new/", {}))
+
+    assert printed.count("Forbidden (Permission denied): /schedules/new/") == 1
+    assert "Traceback" not in printed
+
+
+def test_a_server_error_keeps_its_traceback_in_the_log() -> None:
+    import logging
+
+    def fail() -> None:
+        try:
+            raise RuntimeError("a bug")
+        except RuntimeError:
+            logging.getLogger("django.request").error(
+                "Internal Server Error: /x", exc_info=True, extra={"status_code": 500}
+            )
+
+    printed = _console_output(fail)
+
+    assert "Internal Server Error: /x" in printed
+    assert "Traceback" in printed and "RuntimeError: a bug" in printed
+
+
+def test_django_records_are_printed_once_also_with_debug_on() -> None:
+    """Django's default console handler (DEBUG only) printed them beside the root's."""
+    import logging
+
+    printing = [
+        h for h in logging.getLogger("django").handlers if isinstance(h, logging.StreamHandler)
+    ]
+    assert printing == []
+    assert logging.getLogger("django").propagate
