@@ -6,16 +6,11 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Iterable
 from datetime import UTC, datetime
-from importlib import import_module
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
-from django.conf import settings
-from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY, get_user_model
-from django.utils.crypto import constant_time_compare
 
-from ..conf import setting
 from ..events import (
     ALL_RUNS_GROUP,
     SCHEDULES_GROUP,
@@ -30,6 +25,7 @@ from ..run_filters import RunFilters
 from . import fragments
 from .access import VIEW, abilities
 from .params import parse_id, parse_ids
+from .socket_access import RecheckedSocket
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +40,7 @@ class NoSuchSocketConsumer(AsyncWebsocketConsumer):
         await self.close()
 
 
-class RunEventsConsumer(AsyncWebsocketConsumer):
+class RunEventsConsumer(RecheckedSocket):
     """Push-only: run events as HTML fragments that htmx swaps by id.
 
     `?view=list|detail|log|run` picks the fragments; `?schedule=<id>` narrows the
@@ -101,9 +97,7 @@ class RunEventsConsumer(AsyncWebsocketConsumer):
         for group in self.groups:
             await self.channel_layer.group_add(group, self.channel_name)
         await self.accept()
-        # A socket outlives the page: it is closed once its user logs out or loses
-        # the view permission (checked every SILLO_WS_RECHECK_INTERVAL seconds).
-        self._recheck = asyncio.ensure_future(self._recheck_forever())
+        self.start_rechecks()
         if self.view == "run":
             # The run may have moved on between the page's render and this connect
             # (a quick run ends first; a dropped socket reconnects): catch up.
@@ -129,26 +123,11 @@ class RunEventsConsumer(AsyncWebsocketConsumer):
                 await self.send(text_data=html)
 
     async def disconnect(self, code: int) -> None:
-        recheck = getattr(self, "_recheck", None)
-        if recheck is not None:
-            recheck.cancel()
+        await super().disconnect(code)  # the re-check stops
         for task in getattr(self, "_sending", ()):
             task.cancel()
         for group in getattr(self, "groups", []):
             await self.channel_layer.group_discard(group, self.channel_name)
-
-    async def _recheck_forever(self) -> None:
-        interval = setting("SILLO_WS_RECHECK_INTERVAL")
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                allowed = await still_allowed(self.scope)
-            except Exception:  # a database hiccup: try again next time, keep the socket
-                logger.warning("websocket access re-check failed", exc_info=True)
-                continue
-            if not allowed:
-                await self.close(code=4403)
-                return
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         """Actions go through HTTP (with CSRF and permissions); input here is ignored."""
@@ -276,29 +255,6 @@ async def _joined(renders: Iterable[Awaitable[str]]) -> str:
         except Exception:
             logger.exception("live fragment of a run not rendered")
     return "".join(parts)
-
-
-@database_sync_to_async
-def still_allowed(scope: dict) -> bool:
-    """Whether the socket's user is still logged in (same session, same password)
-    and still has the view permission, read fresh from the database."""
-    user = scope.get("user")
-    if user is None or not user.is_authenticated:
-        return False
-    current = get_user_model()._default_manager.filter(pk=user.pk, is_active=True).first()
-    if current is None or not current.has_perm(VIEW):
-        return False
-    session = scope.get("session")
-    if session is None:
-        return True  # a scope without sessions (tests, custom stacks): the user check only
-    key = session.session_key
-    if not key:
-        return False
-    data = import_module(settings.SESSION_ENGINE).SessionStore(key).load()
-    if str(data.get(SESSION_KEY)) != str(user.pk):
-        return False  # logged out (the session was flushed) or another user now
-    # A changed password ends other sessions, as Django's own middleware does.
-    return constant_time_compare(data.get(HASH_SESSION_KEY, ""), current.get_session_auth_hash())
 
 
 @database_sync_to_async

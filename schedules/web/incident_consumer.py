@@ -3,22 +3,23 @@
 from __future__ import annotations
 
 from channels.db import database_sync_to_async
-from channels.generic.websocket import AsyncWebsocketConsumer
 from django.template.loader import render_to_string
 
 from ..alerts.live import INCIDENTS_GROUP
 from ..models import Incident
 from .access import VIEW
+from .socket_access import RecheckedSocket
 
 
 def count_fragment(count: int) -> str:
     return render_to_string("schedules/_incident_count.html", {"incident_count": count})
 
 
-class IncidentCountConsumer(AsyncWebsocketConsumer):
+class IncidentCountConsumer(RecheckedSocket):
     """Sends the open-incident count on connect and whenever a scheduler reports a change.
 
-    Anonymous users and users without the view permission are refused (4403).
+    Anonymous users and users without the view permission are refused (4403), and
+    closed once they log out or lose it (socket_access.py).
     """
 
     groups = [INCIDENTS_GROUP]
@@ -29,6 +30,7 @@ class IncidentCountConsumer(AsyncWebsocketConsumer):
             await self.close(code=4403)
             return
         await self.accept()
+        self.start_rechecks()
         await self.send(text_data=count_fragment(await _open_count()))
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:

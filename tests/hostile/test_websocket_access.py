@@ -15,11 +15,15 @@ from .conftest import member
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-async def open_socket(client: Client) -> WebsocketCommunicator:
+# Every live socket: the live pages' and the header's incident count.
+SOCKETS = ["/ws/runs/?view=log", "/ws/incidents/"]
+
+
+async def open_socket(client: Client, path: str = SOCKETS[0]) -> WebsocketCommunicator:
     cookie = f"sessionid={client.cookies['sessionid'].value}".encode()
     comm = WebsocketCommunicator(
         application,
-        "/ws/runs/?view=log",
+        path,
         headers=[(b"origin", b"http://localhost"), (b"host", b"localhost"), (b"cookie", cookie)],
     )
     connected, _ = await comm.connect()
@@ -36,22 +40,31 @@ async def logged_in_viewer() -> Client:
     return await sync_to_async(make)()
 
 
-async def test_the_socket_closes_after_logout(settings) -> None:
+async def drain(comm: WebsocketCommunicator) -> None:
+    """Read what the socket sends at connect (the incident count)."""
+    while not await comm.receive_nothing(timeout=0.2):
+        message = await comm.receive_output()
+        assert message["type"] == "websocket.send", message  # still allowed: stays open
+
+
+@pytest.mark.parametrize("path", SOCKETS)
+async def test_the_socket_closes_after_logout(settings, path) -> None:
     settings.SILLO_WS_RECHECK_INTERVAL = 0.05
     client = await logged_in_viewer()
-    comm = await open_socket(client)
-    assert await comm.receive_nothing(timeout=0.2)  # still allowed: stays open
+    comm = await open_socket(client, path)
+    await drain(comm)
     await sync_to_async(client.logout)()
     closed = await comm.receive_output(timeout=3)
     assert closed == {"type": "websocket.close", "code": 4403}
     await comm.disconnect()
 
 
-async def test_the_socket_closes_after_the_view_permission_is_removed(settings) -> None:
+@pytest.mark.parametrize("path", SOCKETS)
+async def test_the_socket_closes_after_the_view_permission_is_removed(settings, path) -> None:
     settings.SILLO_WS_RECHECK_INTERVAL = 0.05
     client = await logged_in_viewer()
-    comm = await open_socket(client)
-    assert await comm.receive_nothing(timeout=0.2)
+    comm = await open_socket(client, path)
+    await drain(comm)
 
     def remove() -> None:
         from django.contrib.auth.models import User
