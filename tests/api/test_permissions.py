@@ -11,12 +11,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
+from django.test import Client
 
-from schedules import services
+from schedules import services, tokens
 from schedules.models import Run, Schedule
 from tests.factories import every, make_schedule
 
-from .conftest import errors_of
+from .conftest import Caller, api_member, errors_of
 
 ROLES = ["anonymous", "stranger", "viewer", "operator", "editor"]
 PERMS = {
@@ -170,6 +171,21 @@ def test_an_unknown_endpoint_is_a_json_404(as_role, db) -> None:
     response = as_role("viewer").get("/nothing/here")
     assert response.status_code == 404
     assert "no API endpoint" in errors_of(response)[None]
+
+
+@pytest.mark.parametrize("path", ["/schedules/nightly/pause/", "/nope", "/runs/-1/cancel"])
+def test_a_token_clients_post_to_a_mistyped_path_is_a_json_404(schedule, path) -> None:
+    """Not the CSRF middleware's HTML 403, which a token client never needs to pass."""
+    issued = tokens.token_issue(user=api_member("script-owner", "Editors"), name="script")
+    caller = Caller(
+        Client(enforce_csrf_checks=True), {"HTTP_AUTHORIZATION": f"Bearer {issued.secret}"}
+    )
+
+    response = caller.post(path, {"x": 1})
+
+    assert response.status_code == 404, response.content
+    assert "no API endpoint" in errors_of(response)[None]
+    assert Schedule.objects.get(code="nightly").status == "active"
 
 
 def test_a_method_the_endpoint_lacks_is_a_json_405(as_role, schedule) -> None:
