@@ -243,6 +243,11 @@ LIST_CASES = [
     ("/runs?schedule=%00", "schedule"),
     ("/runs?cursor=cnVuOng", "cursor"),
     ("/runs?cursor=" + "A" * 65, "cursor"),
+    # Forged: what _encode never writes (non-ASCII digits, a leading zero, past 2**63 - 1).
+    *[
+        ("/runs?cursor=" + _forged, "cursor")
+        for _forged in ("cnVuOtmj", "cnVuOjA5", "cnVuOjkyMjMzNzIwMzY4NTQ3NzU4MDg", "cnVuOjA")
+    ],
 ]
 
 

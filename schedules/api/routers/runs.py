@@ -16,6 +16,7 @@ from ... import services
 from ...models import Run, RunOutput, RunStatus
 from ...run_filters import converts_to_utc
 from ...selectors import filtered_runs
+from ...web.params import parse_id
 from ..auth import OPERATE, VIEW, caller, require
 from ..errors import ErrorOut, Problem
 from ..presenters import run_body
@@ -135,8 +136,10 @@ def _decode(cursor: str) -> int:
     try:
         text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
         kind, _, number = text.partition(":")
-        if kind == "run" and number.isdigit() and len(number) <= 19:
-            return int(number)
+        run_id = parse_id(number)
+        # Exactly as _encode writes one: ASCII digits, no leading zero, a valid id.
+        if kind == "run" and run_id is not None and number == str(run_id):
+            return run_id
     except (binascii.Error, UnicodeDecodeError, ValueError):
         pass
     raise Problem(422, {"cursor": "not a cursor this API gave out"})
