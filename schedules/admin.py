@@ -125,7 +125,7 @@ class ScheduleAdminForm(forms.ModelForm):
             # The services' gate, as field errors: codes, cycles, depth, result_as.
             problems = chains.chain_problems(
                 code=code, then=data["then"], catch=data["catch"],
-                result_as=data.get("result_as") or "",
+                result_as=data.get("result_as") or "", kept=chains.kept_by(self.instance),
             )  # fmt: skip
             for name, problem in problems.items():
                 self.add_error(name, problem)

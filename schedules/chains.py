@@ -9,7 +9,7 @@ scheduler queues the runs (scheduler/chains.py); docs/chains.md says how.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from .choices import FollowKind
@@ -129,11 +129,15 @@ def chain_problems(
     tasks: Registry = registry,
     edges: Graph | None = None,
     known: Mapping[str, Any] | None = None,
+    kept: Collection[str] = (),
 ) -> dict[str, str]:
     """Why these follow-ups cannot be saved on schedule `code`, by field; {} if they can.
 
     `known`: schedules by code (anything with `task_name` and `kwargs`) as they will
     be, looked up before the database: an import checks its file as a whole.
+    `kept`: the codes the record names already. One of them whose schedule was deleted
+    since is kept without complaint: an edit of anything else must not fail on it (its
+    runs record the follow-up skipped, and the schedule page marks it).
     """
     problems: dict[str, str] = {}
     lists = {"then": codes_of(then), "catch": codes_of(catch)}
@@ -154,7 +158,7 @@ def chain_problems(
     if unread := sorted(named - targets.keys()):
         targets.update((s.code, s) for s in Schedule.objects.filter(code__in=unread))
     for field, codes in lists.items():
-        missing = [c for c in codes if c not in targets and c != code]
+        missing = [c for c in codes if c not in targets and c != code and c not in kept]
         if missing:
             problems[field] = f"no schedule '{missing[0]}'"
     if problems:
@@ -200,13 +204,29 @@ def chain_problems(
     return problems
 
 
-def check_chain(*, code: str, then: object, catch: object, result_as: object = "",
-                tasks: Registry = registry) -> dict[str, object]:  # fmt: skip
+def check_chain(
+    *,
+    code: str,
+    then: object,
+    catch: object,
+    result_as: object = "",
+    tasks: Registry = registry,
+    kept: Collection[str] = (),
+) -> dict[str, object]:
     """The cleaned chain fields, or InvalidChain naming each field's problem."""
-    problems = chain_problems(code=code, then=then, catch=catch, result_as=result_as, tasks=tasks)
+    problems = chain_problems(
+        code=code, then=then, catch=catch, result_as=result_as, tasks=tasks, kept=kept
+    )
     if problems:
         raise InvalidChain(problems)
     return {"then": codes_of(then), "catch": codes_of(catch), "result_as": result_as or ""}
+
+
+def kept_by(schedule: Schedule) -> list[str]:
+    """The follow-up codes a saved record names (none for one being created)."""
+    if schedule.pk is None:
+        return []
+    return [*codes_of(schedule.then), *codes_of(schedule.catch)]
 
 
 def given(fields: Mapping[str, object]) -> bool:

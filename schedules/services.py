@@ -300,6 +300,7 @@ def schedule_update(
                 then=fields.get("then", schedule.then),
                 catch=fields.get("catch", schedule.catch),
                 result_as=fields.get("result_as", schedule.result_as),
+                kept=chains.kept_by(schedule),
             )
         )
     # Computed before the row is locked: a costly trigger never holds the write lock.

@@ -58,3 +58,14 @@ def test_runs_lists_a_chained_run_with_its_parent() -> None:
                                task_name="test.echo", reason="chained", parent=parent)  # fmt: skip
     line = next(row for row in cli("runs", "b").splitlines() if f"#{child.pk}" in row)
     assert "chained" in line and f"after #{parent.pk}" in line
+
+
+def test_a_deleted_follow_up_does_not_block_an_edit_of_anything_else() -> None:
+    make_schedule("load", "test.echo", NEVER)
+    make_schedule("extract", "test.echo", NEVER, then=["load"])
+    cli("delete", "load")
+
+    cli("edit", "extract", "--timeout", "5")
+
+    assert Schedule.objects.get(code="extract").timeout == 5
+    assert refused("edit", "extract", "--catch", "gone") == "--catch: no schedule 'gone'"

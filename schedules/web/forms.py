@@ -131,6 +131,7 @@ class ScheduleForm(forms.ModelForm):
                 then=data.get("then"),
                 catch=data.get("catch"),
                 result_as=data.get("result_as") or "",
+                kept=chains.kept_by(self.instance),
             )
             for name, problem in problems.items():
                 self.add_error(name, problem)

@@ -35,3 +35,19 @@ def test_run_now_may_run_this_one_only_and_runs_say_their_parent(as_role) -> Non
     run = Run.objects.get(pk=response.json()["id"])
     assert run.follow_ups is False
     assert (response.json()["parent_id"], response.json()["depth"]) == (None, 0)
+
+
+def test_a_deleted_follow_up_does_not_block_edits_of_the_schedule_naming_it(as_role) -> None:
+    make_schedule("load", "test.echo", NEVER)
+    make_schedule("rescue", "test.echo", NEVER)
+    make_schedule("extract", "test.echo", NEVER, then=["load"], catch=["rescue"])
+    api = as_role("editor", "token")
+    assert api.delete("/schedules/load").status_code == 204
+
+    edited = api.patch("/schedules/extract", {"kwargs": {"x": 1}})
+
+    assert edited.status_code == 200, edited.json()
+    assert edited.json()["options"]["then"] == ["load"]  # kept; the schedule page marks it
+    added = api.patch("/schedules/extract", {"options": {"catch": ["rescue", "gone"]}})
+    assert errors_of(added) == {"options.catch": "no schedule 'gone'"}
+    assert Schedule.objects.get(code="extract").catch == ["rescue"]

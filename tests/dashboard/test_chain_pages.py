@@ -63,6 +63,18 @@ def test_an_unknown_follow_up_is_a_field_error(client, editor, linked) -> None:
     assert not Schedule.objects.filter(code="weekday-report").exists()
 
 
+def test_a_deleted_follow_up_does_not_block_the_edit_form(client, editor, linked) -> None:
+    client.force_login(editor)
+    services.schedule_delete(schedule=Schedule.objects.get(code="load"))
+    data = form(code="extract", then="load", catch="rescue", timeout="5")
+
+    response = client.post(f"/schedules/{linked.pk}/edit/", data)
+
+    assert response.status_code == 302, response.content.decode()
+    extract = Schedule.objects.get(code="extract")
+    assert (extract.then, extract.timeout) == (["load"], 5)
+
+
 def test_the_schedule_page_shows_upstream_and_downstream(client, viewer, linked) -> None:
     client.force_login(viewer)
     page = client.get(f"/schedules/{linked.pk}/").content.decode()
