@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from ninja import Schema
 from pydantic import ConfigDict, Field, StrictFloat, StrictInt
 
-from ..choices import Dispatch, Misfire, Overlap, RunReason, RunStatus, ScheduleStatus
+from ..choices import Dispatch, Misfire, Overlap, RateMode, RunReason, RunStatus, ScheduleStatus
 from ..inputs import OPTION_LIMITS
 
 TRIGGER_HELP = (
@@ -67,6 +67,13 @@ class OptionsIn(Strict):
         Annotated[StrictInt, Field(ge=PRIORITY_LOW, le=PRIORITY_HIGH)]
         | Annotated[str, Field(max_length=20)]
     ) = Field(default=None, description="an integer, or low, normal, high, critical")
+    rate_limit: StrictInt | None = _limit(
+        "rate_limit", description="at most this many runs a rate_period; null: no limit"
+    )
+    rate_period: StrictFloat = _limit("rate_period", allow_inf_nan=False, description="seconds")
+    rate_mode: Literal[tuple(RateMode.values)] = Field(  # type: ignore[valid-type]
+        default=None, description="a run over the limit: skip it, or wait for room"
+    )
     dispatch: Literal[tuple(Dispatch.values)] = None  # type: ignore[valid-type]
     then: list[Annotated[str, Field(max_length=200)]] = Field(
         default=None, max_length=100, description="follow-up schedule codes run after a success"
@@ -92,6 +99,9 @@ class OptionsOut(Schema):
     misfire: str
     misfire_grace: float
     priority: int
+    rate_limit: int | None = None
+    rate_period: float = 60.0
+    rate_mode: str = "skip"
     dispatch: str
     then: list[str] = []
     catch: list[str] = []

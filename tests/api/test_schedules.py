@@ -250,3 +250,28 @@ def test_a_created_schedule_answers_its_next_run_in_utc_as_every_read_does(edito
     read = editor_api.get("/schedules/berlin").json()
     assert created.json()["next_run_at"] == read["next_run_at"]
     assert read["next_run_at"].endswith("Z") or read["next_run_at"].endswith("+00:00")
+
+
+def test_the_rate_limit_is_read_and_set_through_the_options(as_role, schedule) -> None:
+    api = as_role("editor", "token")
+    assert api.get("/schedules/nightly").json()["options"]["rate_limit"] is None
+
+    limited = api.patch(
+        "/schedules/nightly",
+        {"options": {"rate_limit": 5, "rate_period": 30.0, "rate_mode": "wait"}},
+    )
+
+    assert limited.status_code == 200, limited.json()
+    options = limited.json()["options"]
+    assert (options["rate_limit"], options["rate_period"], options["rate_mode"]) == (
+        5,
+        30.0,
+        "wait",
+    )
+    stored = Schedule.objects.get(code="nightly")
+    assert (stored.rate_limit, stored.rate_period, stored.rate_mode) == (5, 30.0, "wait")
+    refused = api.patch("/schedules/nightly", {"options": {"rate_limit": 0, "rate_mode": "drop"}})
+    assert set(errors_of(refused)) == {"options.rate_limit", "options.rate_mode"}
+    unlimited = api.patch("/schedules/nightly", {"options": {"rate_limit": None}})
+    assert unlimited.json()["options"]["rate_limit"] is None
+    assert Schedule.objects.get(code="nightly").rate_limit is None
