@@ -234,14 +234,17 @@ def _spec(node: Node) -> dict | None:
         return {"kind": "compound", "mode": node.kind, "children": children}
     v = node.values
     if node.kind == "interval":
-        try:
-            every = float(v.get("every") or "") * UNITS.get(v.get("unit", "seconds"), 1)
-        except ValueError:
+        unit = UNITS.get(v.get("unit") or "seconds")
+        if unit is None:
+            node.error = "unit: choose " + ", ".join(UNITS)
+            return None
+        every = _number(v.get("every"))
+        if every is None:
             node.error = "every: enter a number"
             return None
-        try:
-            jitter = float(v.get("jitter") or 0)
-        except ValueError:
+        every *= unit
+        jitter = _number(v.get("jitter") or "0")
+        if jitter is None:
             node.error = "jitter: enter a number of seconds"
             return None
         spec = {"kind": "interval", "every": every, "jitter": jitter}
@@ -255,6 +258,17 @@ def _spec(node: Node) -> dict | None:
     else:
         spec = {"kind": "cron", "expression": v.get("expression", ""), "tz": v.get("tz") or "UTC"}
     return _checked(node, spec)
+
+
+# A number as typed in a form: ASCII digits only (float() also reads "1_000" and other
+# scripts' digits, which the field would then show back as something else).
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
+
+
+def _number(value: object) -> float | None:
+    if not isinstance(value, str) or not _NUMBER.fullmatch(value.strip()):
+        return None
+    return float(value)
 
 
 def _int(value: object, default: int) -> int:

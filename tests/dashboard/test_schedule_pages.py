@@ -191,6 +191,36 @@ def test_the_preview_shows_text_times_and_inline_errors(client, viewer) -> None:
     assert 'id="err-t" role="alert" hx-swap-oob="true">cron expression needs 5 fields' in bad
 
 
+@pytest.mark.parametrize(
+    ("fields", "error"),
+    [
+        ({"t-every": "1", "t-unit": "weeks"}, "unit: choose seconds, minutes, hours, days"),
+        ({"t-every": "\u0663", "t-unit": "seconds"}, "every: enter a number"),  # Arabic-Indic 3
+        ({"t-every": "1_000", "t-unit": "seconds"}, "every: enter a number"),
+        ({"t-every": "10", "t-jitter": "\u0665"}, "jitter: enter a number of seconds"),
+    ],
+)
+def test_the_builder_refuses_what_it_would_not_show_back(client, viewer, fields, error) -> None:
+    client.force_login(viewer)
+    html = client.post(
+        "/schedules/preview/", {"t-kind": "interval", **fields}, **HX
+    ).content.decode()
+    assert error in html
+    assert "Every" not in html
+
+
+def test_the_builder_reads_plain_numbers(client, viewer) -> None:
+    client.force_login(viewer)
+    for every, unit, text in (
+        ("1.5", "hours", "Every 1 hour 30 minutes"),
+        ("2", "days", "Every 2 days"),
+    ):
+        html = client.post(
+            "/schedules/preview/", {"t-kind": "interval", "t-every": every, "t-unit": unit}, **HX
+        ).content.decode()
+        assert text in html, html
+
+
 def test_edit_changes_the_trigger_and_moves_the_next_slot(client, editor, schedule) -> None:
     client.force_login(editor)
     before = schedule.next_run_at
