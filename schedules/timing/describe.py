@@ -2,22 +2,65 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
+from functools import lru_cache
 
 from cron_descriptor import ExpressionDescriptor, Options
 
 
 def describe_cron(expression: str, tz: str) -> str:
     """'At 09:00, Monday through Friday, Europe/Berlin' for an expanded expression."""
+    fields = expression.split()
+    # cron-descriptor words one special day right (L, 15W, 5#3, 5L) but garbles a list
+    # that holds one ("1W,15W,L" read "the first weekday"; "0#5,6#5" lost "fifth"): such
+    # a field is worded here, item by item, after the rest of the expression.
+    lists = [
+        (index, fields[index].split(","))
+        for index in (2, 4)
+        if len(fields) == 5 and "," in fields[index] and _SPECIAL.search(fields[index])
+    ]
+    for index, _ in lists:
+        fields[index] = "*"
+    text = _described(" ".join(fields)) or f"Cron '{expression}'"
+    for index, items in lists:
+        phrases = [_item_phrase(index, item) for item in items]
+        if None in phrases:
+            return f"Cron '{expression}', {tz}"
+        text += ", on " + _joined(phrases) + " of the month"
+    return f"{text}, {tz}"
+
+
+_SPECIAL = re.compile(r"[LW#]")
+
+
+def _described(expression: str) -> str:
     options = Options()
     options.use_24hour_time_format = True
     options.day_of_week_start_index_zero = True
     options.verbose = False
     try:
-        text = ExpressionDescriptor(expression, options).get_description()
+        return ExpressionDescriptor(expression, options).get_description()
     except Exception:  # cron-descriptor raises a zoo of types; the text is only cosmetic
-        text = f"Cron '{expression}'"
-    return f"{text}, {tz}"
+        return ""
+
+
+@lru_cache(maxsize=1024)  # a few hundred distinct items exist; each reading costs ~0.2 ms
+def _item_phrase(index: int, item: str) -> str | None:
+    """'the fifth Sunday', 'the weekday nearest day 15', 'day 3', 'every Monday' for one
+    list item (read as the whole field by cron-descriptor, which words it right)."""
+    fields = ["0", "0", "*", "*", "*"]
+    fields[index] = item
+    text = _described(" ".join(fields)).removeprefix("At 00:00, ")
+    if text.startswith("only on "):  # a plain weekday
+        return "every " + text.removeprefix("only on ")
+    if text.endswith(" of the month"):  # the fifth Sunday, day 3, 3 days before the last day
+        return text.removeprefix("on ").removesuffix(" of the month")
+    return None
+
+
+def _joined(phrases: list[str]) -> str:
+    return phrases[0] if len(phrases) == 1 else ", ".join(phrases[:-1]) + " and " + phrases[-1]
 
 
 _UNITS = (("day", 86400), ("hour", 3600), ("minute", 60), ("second", 1))

@@ -120,6 +120,17 @@ def test_descriptions() -> None:
     assert Cron("0 10 * * 1#3").describe() == "At 10:00, on the third Monday of the month, UTC"
     assert "nearest day 15" in Cron("0 0 15W * *").describe()
     assert Cron("@daily").describe() == "At 00:00, UTC"
+    # A list holding special days: every item worded (cron-descriptor kept only the first).
+    assert Cron("0 0 1W,15W,L 2 *").describe() == (
+        "At 00:00, only in February, on the first weekday, the weekday nearest day 15 and the "
+        "last day of the month, UTC"
+    )
+    assert Cron("0 0 * * SUN#5,SAT#5").describe() == (
+        "At 00:00, on the fifth Sunday and the fifth Saturday of the month, UTC"
+    )
+    assert Cron("0 6 * * MON,5#2").describe() == (
+        "At 06:00, on every Monday and the second Friday of the month, UTC"
+    )
     assert Interval(5400).describe() == "Every 1 hour 30 minutes"
     assert Interval(60, jitter=10).describe() == "Every 1 minute, up to 10 seconds later at random"
     assert Date(datetime(2026, 12, 24, 18, tzinfo=ZoneInfo("Europe/Berlin"))).describe() == (
