@@ -31,6 +31,7 @@ from schedules.timing import (
     own_zone,
     preview_times,
 )
+from schedules.timing.base import MAX_PREVIEW
 from schedules.validation import InvalidKwargs, json_text, kwargs_from_text, parse_trigger
 
 
@@ -312,6 +313,8 @@ class Command(BaseCommand):
         json: bool,
         **_,
     ) -> None:
+        if not 1 <= n <= MAX_PREVIEW:
+            raise CommandError(f"-n: must be a whole number from 1 to {MAX_PREVIEW}", returncode=2)
         trigger = _trigger(expression, spec, tz)
         zone = get_zone(tz) if tz else own_zone(trigger, get_zone("UTC"))
         start = instant_from_text(after, zone.key) if after else timezone.now()
