@@ -17,7 +17,7 @@ from django.shortcuts import get_object_or_404, resolve_url
 from django_htmx.http import HttpResponseClientRedirect
 
 from ..models import Run, Schedule
-from .params import valid_id
+from ..params import valid_id
 
 VIEW = "schedules.view_schedule"
 OPERATE = "schedules.operate_schedule"

@@ -21,10 +21,10 @@ from ..events import (
     schedule_group,
     unmarshal_run_events,
 )
+from ..params import parse_id, parse_ids
 from ..run_filters import RunFilters
 from . import fragments
 from .access import VIEW, abilities
-from .params import parse_id, parse_ids
 from .socket_access import RecheckedSocket
 
 logger = logging.getLogger(__name__)

@@ -14,9 +14,9 @@ from ninja import Field, Query, Router, Schema
 
 from ... import services
 from ...models import Run, RunOutput, RunStatus
+from ...params import parse_id
 from ...run_filters import converts_to_utc
 from ...selectors import filtered_runs
-from ...web.params import parse_id
 from ..auth import OPERATE, VIEW, caller, require
 from ..errors import ErrorOut, Problem
 from ..presenters import run_body

@@ -9,9 +9,9 @@ from django.views.decorators.http import require_GET
 
 from ... import selectors
 from ...models import Schedule
+from ...params import parse_id
 from ...run_filters import clean_text
 from .. import access
-from ..params import parse_id
 
 RECENT = 100
 # Up to this many schedules the filter is a menu of them; beyond, a box for a code

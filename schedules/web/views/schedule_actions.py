@@ -12,8 +12,8 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from ... import services
 from ...models import Schedule, SchedulerInstance
+from ...params import parse_ids
 from .. import access
-from ..params import parse_ids
 from ..rows import build_rows
 
 ACTIONS = {

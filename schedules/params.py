@@ -1,4 +1,5 @@
-"""Parsing what requests carry (ids, page numbers, lists of ids) without ever raising.
+"""Parsing what clients send (ids, page numbers, lists of ids) without ever raising: the
+dashboard's requests and the API's cursors.
 
 Every id a client sends is ASCII digits within the database's 64-bit range, or
 it is ignored: `"²".isdigit()` is true, `int("9" * 5000)` raises, and SQLite
