@@ -28,6 +28,8 @@ from contextvars import ContextVar
 from multiprocessing.connection import Connection
 from typing import Any
 
+from ..storable import storable_text
+
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 LIVE_CHUNK_MAX = 64 * 1024  # characters sent live at once; older pending text is skipped
 SHIP_EVERY = 0.05  # seconds a worker holds output before shipping it
@@ -60,6 +62,7 @@ class OutputBuffer:
     def write(self, text: str) -> int:
         if not text:
             return 0
+        text = storable_text(text)  # saved, published and shown as the database keeps it
         with self._lock:
             first = self.total == 0
             self._keep(text)

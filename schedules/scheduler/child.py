@@ -26,6 +26,7 @@ import traceback
 from multiprocessing.connection import Connection
 from typing import Any, NoReturn
 
+from ..storable import needs_cleaning, storable_json
 from .capture import PipeWriter, capturing_in_worker
 
 
@@ -166,15 +167,32 @@ def describe_exception(exc: BaseException) -> str:
 
 
 def jsonable(result: Any, limit: int) -> Any:
-    """The result as JSON, truncated to `limit` characters; repr() if it is not JSON."""
+    """The result as JSON, truncated to `limit` characters; repr() if it is not JSON.
+    Strings are made storable (storable.py). Applied in the worker and again in the
+    scheduler (where middleware may change the result): a result this made already
+    is returned as it is, not wrapped a second time."""
+    if _truncated(result):
+        return result
     try:
         text = json.dumps(result)
     except (TypeError, ValueError):
         result = repr(result)
         text = json.dumps(result)
+    if needs_cleaning(text):
+        result = storable_json(json.loads(text))
+        text = json.dumps(result)
     if len(text) > limit:
         return {"truncated": True, "preview": text[:limit]}
     return result
+
+
+def _truncated(result: Any) -> bool:
+    return (
+        isinstance(result, dict)
+        and result.keys() == {"truncated", "preview"}
+        and result["truncated"] is True
+        and isinstance(result["preview"], str)
+    )
 
 
 def exit_description(exitcode: int | None) -> str:

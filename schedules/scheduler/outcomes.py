@@ -57,7 +57,7 @@ def finish_runs(*, items: list[tuple[Run, dict]], now: datetime) -> list[tuple]:
             if outcome["status"] == RunStatus.QUEUED:  # deferred: back in the queue
                 run.status, run.started_at, run.scheduler = RunStatus.QUEUED, None, ""
                 run.not_before = ended + timedelta(seconds=outcome["retry_in"] or 0)
-                run.error = outcome["error"]
+                run.error = cap_error(outcome["error"])
                 deferred.append(run)
                 results.append((run, None, []))
                 continue

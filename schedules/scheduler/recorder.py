@@ -25,7 +25,9 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..models import Run
+from django.db import InterfaceError, OperationalError
+
+from ..models import Run, RunStatus
 from . import outcomes
 from .clock import Clock
 from .executor import Outcome
@@ -100,15 +102,15 @@ class OutcomeRecorder:
             self._last_write = self._clock.monotonic()
             batch, self._pending = self._pending[:BATCH], self._pending[BATCH:]
             items = [(run, vars(outcome)) for run, outcome, _ in batch]
+            written: dict[int, tuple] = {}  # by the item's index
             attempt = 0
             # An outcome is never dropped: it is kept (memory holds one per run that
             # finished, so it is bounded by the runs in flight) until the database
             # takes it, however long an outage lasts.
             while True:
                 try:
-                    results = await self._db(
-                        outcomes.finish_runs, items=items, now=self._clock.now()
-                    )
+                    await self._write(items, [i for i in range(len(items)) if i not in written],
+                                      written)  # fmt: skip
                     break
                 except Exception:
                     attempt += 1
@@ -119,9 +121,39 @@ class OutcomeRecorder:
                     # Its own event, not the scheduler's wake: a new slot must not
                     # cut the database's breather short.
                     await self._clock.wait(min(2 ** (attempt - 1), LONGEST_PAUSE), asyncio.Event())
-            for (_, _, done), result in zip(batch, results, strict=True):
+            for index, (_, _, done) in enumerate(batch):
                 if not done.done():
-                    done.set_result(result)
+                    done.set_result(written[index])
+
+    async def _write(self, items: list, indexes: list[int], written: dict[int, tuple]) -> None:
+        """Write these outcomes, into `written` by index. An outage (the database away,
+        locked, or its connection lost) raises, for the whole batch to wait. Any other
+        refusal is of something in the outcomes themselves: each is then written alone,
+        and one refused alone is recorded failed without what it carried, so that one
+        run can never hold back the outcomes of every run after it."""
+        try:
+            results = await self._db(
+                outcomes.finish_runs, items=[items[i] for i in indexes], now=self._clock.now()
+            )
+        except (OperationalError, InterfaceError):
+            raise
+        except Exception as exc:
+            if len(indexes) > 1:
+                for index in indexes:
+                    await self._write(items, [index], written)
+                return
+            run, outcome = items[indexes[0]]
+            logger.error("the outcome of run %s could not be stored; recorded failed", run.pk,
+                         exc_info=True)  # fmt: skip
+            stripped = {
+                **outcome, "status": RunStatus.FAILED, "result": None, "output": None,
+                "traceback": "", "retry_in": None,
+                "error": f"its outcome could not be stored: {type(exc).__name__}: {exc}",
+            }  # fmt: skip
+            results = await self._db(
+                outcomes.finish_runs, items=[(run, stripped)], now=self._clock.now()
+            )
+        written.update(zip(indexes, results, strict=True))
 
     async def _spaced(self) -> None:
         """Wait until SPACING after the last write began, unless a batch is full or no

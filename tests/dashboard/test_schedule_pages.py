@@ -211,12 +211,12 @@ def test_the_builder_refuses_what_it_would_not_show_back(client, viewer, fields,
 
 def test_the_builder_reads_plain_numbers(client, viewer) -> None:
     client.force_login(viewer)
-    for every, unit, text in (
+    for number, unit, text in (
         ("1.5", "hours", "Every 1 hour 30 minutes"),
         ("2", "days", "Every 2 days"),
     ):
         html = client.post(
-            "/schedules/preview/", {"t-kind": "interval", "t-every": every, "t-unit": unit}, **HX
+            "/schedules/preview/", {"t-kind": "interval", "t-every": number, "t-unit": unit}, **HX
         ).content.decode()
         assert text in html, html
 

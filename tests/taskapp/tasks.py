@@ -240,3 +240,24 @@ async def chatty_async(words: str = "there", gate: str = "") -> str:
 def django_chatty(words: str = "there") -> str:
     _chatter(words, 0, 0)
     return "said it"
+
+
+# What no database stores: a NUL (PostgreSQL) and a lone surrogate (Python's stand-in
+# for an undecodable byte; neither database encodes it).
+UNSTORABLE = "a\x00b \udcff c"
+
+
+@schedules.task("test.unstorable")
+def unstorable(where: str = "error") -> object:
+    """Puts UNSTORABLE in its output, its error, or its result."""
+    if where == "output":
+        print(UNSTORABLE)
+        return "printed"
+    if where == "error":
+        raise ValueError(UNSTORABLE)
+    return {"text": UNSTORABLE, UNSTORABLE: [UNSTORABLE]}
+
+
+@schedules.task("test.unstorable_inline", isolation="inline")
+def unstorable_inline(where: str = "error") -> object:
+    return unstorable(where)  # the decorator returns the function unchanged

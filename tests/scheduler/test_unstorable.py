@@ -1,0 +1,115 @@
+"""A run whose output, error or result holds what no database stores (a NUL, a lone
+surrogate) is recorded with those characters replaced, and never holds back the
+outcomes of the runs after it."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.test import override_settings
+
+from schedules.models import Run, RunOutput, RunStatus
+from schedules.storable import REPLACEMENT, storable_json, storable_text
+from tests.factories import create, every, runs_of
+
+STORED = f"a{REPLACEMENT}b {REPLACEMENT} c"
+
+
+def test_storable_text_and_json_replace_only_what_no_database_stores() -> None:
+    assert storable_text("a\x00b \udcff c") == STORED
+    fine = "plain, accents é, and an emoji 😀"
+    assert storable_text(fine) is fine
+    assert storable_json({"k\x00": ["\udcff", 1, None, {"x": "😀"}]}) == {
+        f"k{REPLACEMENT}": [REPLACEMENT, 1, None, {"x": "😀"}]
+    }
+
+
+async def outcome(code: str) -> tuple[Run, RunOutput | None]:
+    (run,) = await runs_of(code)
+    output = await sync_to_async(RunOutput.objects.filter(run=run).first)()
+    return run, output
+
+
+async def run_both(scheduler, clock, task: str, where: str) -> None:
+    await create("poison", task, every(60), kwargs={"where": where})
+    await create("after", "test.echo", every(60))
+    clock.advance(60)
+    await scheduler.run_pass()
+    await scheduler.wait_idle()
+
+
+async def stored_cleaned(scheduler, clock, task: str, where: str) -> None:
+    await run_both(scheduler, clock, task, where)
+
+    run, output = await outcome("poison")
+    if where == "output":
+        assert run.status == RunStatus.SUCCEEDED
+        assert STORED in output.text
+    elif where == "error":
+        assert run.status == RunStatus.FAILED
+        assert run.error == f"ValueError: {STORED}"
+        assert STORED in run.traceback
+    else:
+        assert run.status == RunStatus.SUCCEEDED
+        assert run.result == {"text": STORED, STORED: [STORED]}
+    (after,) = await runs_of("after")
+    assert after.status == RunStatus.SUCCEEDED
+
+
+@pytest.mark.parametrize("where", ["output", "error", "result"])
+async def test_an_unstorable_outcome_in_a_worker_is_stored_cleaned_and_holds_back_nothing(
+    pooled, clock, where
+) -> None:
+    await stored_cleaned(pooled, clock, "test.unstorable", where)
+
+
+@pytest.mark.parametrize("where", ["output", "error", "result"])
+async def test_an_unstorable_outcome_inline_is_stored_cleaned_and_holds_back_nothing(
+    scheduler, clock, where
+) -> None:
+    await stored_cleaned(scheduler, clock, "test.unstorable_inline", where)
+
+
+async def test_an_outcome_the_database_refuses_anyway_is_recorded_failed_alone(
+    scheduler, clock, monkeypatch
+) -> None:
+    """Whatever a future refusal is, only its own run pays: the others are written."""
+    from schedules.scheduler import outcomes
+
+    plain = outcomes.finish_runs
+
+    def refusing(*, items, now):
+        if any(outcome.get("result") == {"refuse": "me"} for _, outcome in items):
+            raise ValueError("a value the database refuses")
+        return plain(items=items, now=now)
+
+    monkeypatch.setattr(outcomes, "finish_runs", refusing)
+    await create("poison", "test.echo", every(60), kwargs={"refuse": "me"})
+    await create("after", "test.echo", every(60))
+    clock.advance(60)
+    await scheduler.run_pass()
+    async with asyncio.timeout(30):
+        await scheduler.wait_idle()
+
+    (run,) = await runs_of("poison")
+    assert run.status == RunStatus.FAILED
+    assert run.error == "its outcome could not be stored: ValueError: a value the database refuses"
+    assert run.result is None
+    (after,) = await runs_of("after")
+    assert after.status == RunStatus.SUCCEEDED
+
+
+@override_settings(SILLO_RESULT_MAX_CHARS=100)
+async def test_a_result_too_long_is_cut_once_not_again_in_the_scheduler(pooled, clock) -> None:
+    """The worker caps a result and the scheduler checks it again (middleware may have
+    changed it): the worker's cut came back wrapped a second time."""
+    await create("big", "test.echo", every(60), kwargs={"data": "y" * 1_000})
+    clock.advance(60)
+    await pooled.run_pass()
+    async with asyncio.timeout(30):
+        await pooled.wait_idle()
+
+    (run,) = await runs_of("big")
+    assert run.result == {"truncated": True, "preview": '{"data": "' + "y" * 90}
