@@ -54,6 +54,9 @@ class Outcome:
     ended_at: datetime | None = None
 
 
+# The threads of inline sync tasks: nothing can stop one (process.leave_task_threads).
+TASK_THREAD_PREFIX = "sillo-task"
+
 # Why runs are stopped at shutdown (the cancellation's message); one that has not begun
 # goes back to the queue.
 SHUT_DOWN = "scheduler shut down"
@@ -126,7 +129,9 @@ class Executor:
         middleware: list[Middleware] | None = None,
     ) -> None:
         self.pool = pool
-        self.threads = ThreadPoolExecutor(max_workers=sync_workers, thread_name_prefix="sillo-task")
+        self.threads = ThreadPoolExecutor(
+            max_workers=sync_workers, thread_name_prefix=TASK_THREAD_PREFIX
+        )
         self.middleware = global_middleware() if middleware is None else middleware
         # schedule id -> inline sync threads still running after their run timed out
         self.lingering: dict[int, int] = {}

@@ -9,7 +9,10 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import os
 import signal
+import sys
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +20,7 @@ from channels.routing import get_default_application
 
 from .alerting import Alerting
 from .engine import Scheduler
+from .executor import TASK_THREAD_PREFIX
 from .hints import listen_for_hints
 
 logger = logging.getLogger(__name__)
@@ -102,6 +106,37 @@ def serve_and_schedule(host: str, port: int, application: Any = None) -> None:
     reactor.callWhenRunning(start)
     logger.info("serving on http://%s:%s/", host, port)
     server.run()
+
+
+def leave_task_threads() -> None:
+    """End the process now if an inline sync task's thread still runs.
+
+    Called once the scheduler has stopped: its runs are recorded (a timed-out one
+    `timed_out`, the others `cancelled`) and its instance marked stopped. The
+    interpreter's exit would join that thread (concurrent.futures does), so the
+    process would live on, stopped, until the task returned: minutes, or never.
+    """
+    running = [
+        thread
+        for thread in threading.enumerate()
+        if thread.name.startswith(TASK_THREAD_PREFIX) and not _ends_soon(thread)
+    ]
+    if not running:
+        return
+    logger.warning(
+        "exiting with %d inline task thread(s) still executing (a thread cannot be "
+        "stopped; its run is recorded already)",
+        len(running),
+    )
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def _ends_soon(thread: threading.Thread) -> bool:
+    thread.join(timeout=0.2)  # an idle pool thread is on its way out
+    return not thread.is_alive()
 
 
 def _log_crash(task: asyncio.Task) -> None:

@@ -256,6 +256,23 @@ def test_sigterm_with_a_hung_task_exits_within_grace_plus_five_seconds(site) -> 
     assert not any(alive(pid) for pid in pids_started(folder))
 
 
+def test_sigterm_exits_within_the_grace_beside_an_inline_thread_that_outlived_its_timeout(
+    site,
+) -> None:
+    """The thread cannot be stopped; the process must not wait for it to return."""
+    site.schedule("inline", "test.sleep_inline", rarely(), kwargs={"seconds": 120}, timeout=1)
+    process = site.start()
+    run_now(site, "inline")
+    site.wait_for("SELECT 1 FROM schedules_run WHERE status='timed_out'", timeout=20)
+    grace = float(site.env["SILLO_SHUTDOWN_GRACE"])
+    began = time.monotonic()
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=grace + 5) == 0
+    assert time.monotonic() - began < grace + 5
+    assert site.query("SELECT status FROM schedules_run") == [("timed_out",)]
+    assert site.query("SELECT stopped_at IS NOT NULL FROM schedules_schedulerinstance") == [(1,)]
+
+
 def test_health_answers_while_every_worker_is_busy_and_says_runs_wait(site) -> None:
     folder = markers(site)
     site.env["SILLO_MAX_WORKERS"] = "1"

@@ -261,3 +261,10 @@ def unstorable(where: str = "error") -> object:
 @schedules.task("test.unstorable_inline", isolation="inline")
 def unstorable_inline(where: str = "error") -> object:
     return unstorable(where)  # the decorator returns the function unchanged
+
+
+@schedules.task("test.sleep_inline", isolation="inline")
+def sleep_inline(seconds: float = 60.0) -> float:
+    """A sync body in the scheduler's own thread pool: no one can stop it."""
+    time.sleep(seconds)
+    return seconds

@@ -81,3 +81,4 @@ class Command(BaseCommand):
             process.serve_and_schedule(*serve, application=served_application())
         else:
             asyncio.run(process.run_scheduler())
+        process.leave_task_threads()
