@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db.models import Count, Q, QuerySet
 
 from ..models import Schedule
-from .models import Incident, Notification, NotificationStatus
+from .models import Incident, IncidentEvent, Notification, NotificationStatus
 
 
 def open_incidents() -> QuerySet[Incident]:
@@ -42,3 +42,11 @@ def delivery_summary() -> list[dict]:
 def delivery_log(limit: int = 50) -> list[Notification]:
     rows = Notification.objects.select_related("incident", "group")
     return list(rows.order_by("-created_at", "-pk")[:limit])
+
+
+def probes_among(run_ids: list[int]) -> set[int]:
+    """Which of these runs are half-open probes (checks.check_probes queued them)."""
+    if not run_ids:
+        return set()
+    rows = IncidentEvent.objects.filter(event="probe", run_id__in=run_ids)
+    return set(rows.values_list("run_id", flat=True))

@@ -8,6 +8,7 @@ from django.db import connection, transaction
 
 from .. import run_tallies
 from ..alerts import record as alerts
+from ..alerts.selectors import probes_among
 from ..bulk import update_each
 from ..caps import cap_error, cap_traceback
 from ..choices import ERROR_OUTCOMES
@@ -48,6 +49,7 @@ def finish_runs(*, items: list[tuple[Run, dict]], now: datetime) -> list[tuple]:
         )
         finished = []
         deferred = []
+        probes = _probes_to_retry(items, ours)
         for run, outcome in items:
             if run.pk not in ours:
                 results.append((None, None, []))
@@ -70,7 +72,10 @@ def finish_runs(*, items: list[tuple[Run, dict]], now: datetime) -> list[tuple]:
             finished.append(run)
             retry = None
             schedule = run.schedule
-            if outcome["retry_in"] is not None and schedule is not None:
+            # A half-open probe is one attempt: its retry would wait out the pause, and
+            # the next probe after the cool-down tries again anyway (docs/alerts.md).
+            retries_left = outcome["retry_in"] is not None and run.pk not in probes
+            if retries_left and schedule is not None:
                 retry = new_run(schedule, reason=RunReason.RETRY, slot=run.slot, now=now)
                 retry.attempt = run.attempt + 1
                 retry.kwargs = run.kwargs
@@ -159,6 +164,21 @@ def _upsert(rows: list[RunOutput]) -> None:
         unique_fields=["run"],
         update_fields=["text", "total", "cut", "updated_at"],
     )
+
+
+def _probes_to_retry(items: list[tuple[Run, dict]], ours: set[int]) -> set[int]:
+    """The half-open probes among runs that would be retried: manual runs of paused
+    schedules (rare: nothing is read for the rest)."""
+    candidates = [
+        run.pk
+        for run, outcome in items
+        if run.pk in ours
+        and outcome["retry_in"] is not None
+        and run.reason == RunReason.MANUAL
+        and run.schedule is not None
+        and run.schedule.status == ScheduleStatus.PAUSED
+    ]
+    return probes_among(candidates)
 
 
 def _kind(spec: object) -> object:

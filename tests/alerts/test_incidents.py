@@ -97,6 +97,32 @@ async def test_a_half_open_probe_resumes_a_schedule_that_works_again(
     assert all(not i.is_open for i in await incidents("probe-me"))
 
 
+async def test_a_failed_probe_is_not_retried_so_no_retries_pile_up_behind_the_pause(
+    scheduler, clock, channel
+) -> None:
+    """Each retry of a probe waited out the pause, one more a cool-down, and all of them
+    ran at once when a later probe succeeded."""
+    schedule = await create(
+        "probe-me", "test.fail", every(3600), max_attempts=3, retry_delay=1,
+        alert={"pause_after": 1, "probe_after": 300},
+    )  # fmt: skip
+    await drive(scheduler, clock, seconds=3600)
+    for _ in range(3):  # the scheduled run's attempts, then the pause
+        await drive(scheduler, clock, seconds=2)
+    assert (await reload(schedule)).status == ScheduleStatus.PAUSED
+    before = len(await runs_of("probe-me"))
+    for _ in range(2):  # two probes, each failing
+        clock.advance(300)
+        assert await sync_to_async(checks.check_probes)(now=clock.now()) == 1
+        await drive(scheduler, clock, seconds=0)
+        await drive(scheduler, clock, seconds=2)
+
+    probes = (await runs_of("probe-me"))[before:]
+    assert [(r.reason, r.status) for r in probes] == [("manual", "failed")] * 2
+    assert not await sync_to_async(Run.objects.filter(status=RunStatus.QUEUED).exists)()
+    assert (await reload(schedule)).status == ScheduleStatus.PAUSED
+
+
 async def test_a_slot_nobody_claimed_is_late_once_and_an_on_time_slot_closes_it(
     scheduler, clock, channel
 ) -> None:
