@@ -13,6 +13,7 @@ stopping its worker.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import inspect
 import json
@@ -46,6 +47,10 @@ def main(conn: Connection, databases: dict[str, Any]) -> None:
     # parent's handlers were; SIGINT (Ctrl-C at a terminal) is the scheduler's to handle.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # A process group of its own: stopping a run stops what its task started too (a
+    # subprocess, a shell pipeline), not only this worker (pool._signal_group).
+    with contextlib.suppress(OSError):
+        os.setpgid(0, 0)
     try:
         _setup_django(databases)
     except BaseException:  # noqa: BLE001  the pool reports why the worker could not start
@@ -123,6 +128,9 @@ def _end_with_the_scheduler(conn: Connection, running: threading.Event) -> None:
     while not watch.poll():
         pass
     running.wait()  # a run executing, or one read just before the scheduler ended
+    with contextlib.suppress(OSError):  # and what the run started (the group is ours)
+        if os.getpgid(0) == os.getpid():
+            os.killpg(0, signal.SIGKILL)
     os._exit(1)
 
 

@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import contextlib
 import itertools
 import json
 import logging
 import multiprocessing
 import os
 import select
+import signal
 import time
 from collections import deque
 from collections.abc import Callable
@@ -334,15 +336,17 @@ class WorkerPool:
         self._busy.discard(worker)
         process = worker.process
         if process.is_alive():
-            process.terminate()
+            _signal_group(process, signal.SIGTERM)
             deadline = time.monotonic() + self.limits.kill_grace
             while process.is_alive() and time.monotonic() < deadline:
                 await asyncio.sleep(0.01)
             if process.is_alive():
                 logger.warning("worker %s ignored SIGTERM; killing it", process.pid)
-                process.kill()
+                _signal_group(process, signal.SIGKILL)
             while process.is_alive():
                 await asyncio.sleep(0.01)
+        # Whatever the run started and left in the worker's group (it outlives the worker).
+        _signal_group(process, signal.SIGKILL)
         if drain is not None:
             _drain(worker.conn, drain)
         self._discard(worker)
@@ -387,6 +391,22 @@ class WorkerPool:
             worker.process.join(timeout=self.limits.kill_grace)
             if worker.process.is_alive():
                 worker.process.kill()
+
+
+def _signal_group(process: BaseProcess, sig: int) -> None:
+    """Signal a stopped run's worker and every process its task started: the worker
+    leads a group of its own (child.main). A worker that could not make one, or one
+    already reaped, is signalled alone, if at all: never the fork server's group."""
+    if process.pid is None:
+        return
+    try:
+        os.killpg(process.pid, sig)  # the group whose id is the worker's pid: its own
+    except ProcessLookupError:  # no such group: the worker alone, if it still runs
+        if process.exitcode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(process.pid, sig)
+    except PermissionError:
+        pass
 
 
 def _drain(conn: Connection, output: Callable[[str], Any]) -> None:

@@ -175,6 +175,30 @@ async def test_a_worker_that_ignores_sigterm_is_killed_after_the_grace(pool) -> 
     assert 0.5 <= took < 2.0
 
 
+async def test_stopping_a_run_stops_the_processes_its_task_started(pool, tmp_path) -> None:
+    """A shell-out's process outlived the worker, re-parented to init, and ran on."""
+    workers = pool()
+    pid_file = tmp_path / "child.pid"
+    run_task = asyncio.create_task(run(workers, "test.spawn_child", pid_file=str(pid_file)))
+    while not pid_file.exists() or not pid_file.read_text():
+        await asyncio.sleep(0.02)
+    spawned = int(pid_file.read_text())
+    assert alive(spawned)
+
+    run_task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run_task
+
+    deadline = time.monotonic() + 2
+    while alive(spawned) and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+    try:
+        assert not alive(spawned)
+    finally:  # not left behind by a failure
+        if alive(spawned):
+            os.kill(spawned, signal.SIGKILL)
+
+
 async def test_the_pool_grows_on_demand_to_its_maximum_then_runs_wait(pool, tmp_path) -> None:
     workers = pool(max_workers=2)
     assert workers.size == 0

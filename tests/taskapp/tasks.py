@@ -268,3 +268,14 @@ def sleep_inline(seconds: float = 60.0) -> float:
     """A sync body in the scheduler's own thread pool: no one can stop it."""
     time.sleep(seconds)
     return seconds
+
+
+@schedules.task("test.spawn_child")
+def spawn_child(pid_file: str, seconds: float = 300.0) -> None:
+    """Starts a process of its own (as a shell-out does), notes its pid, and waits."""
+    import subprocess
+
+    child = subprocess.Popen(["sleep", str(seconds)])
+    with open(pid_file, "w") as note:
+        note.write(str(child.pid))
+    time.sleep(seconds)
