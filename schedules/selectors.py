@@ -15,8 +15,9 @@ from django.db import connection
 from django.db.models import Count, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce
 
+from .alerts.models import IncidentEvent
 from .bulk import stored_moment
-from .choices import ERROR_OUTCOMES, FINISHED, RunStatus, ScheduleStatus
+from .choices import ERROR_OUTCOMES, FINISHED, RunReason, RunStatus, ScheduleStatus
 from .conf import setting
 from .models import AuditEvent, Run, Schedule, SchedulerInstance
 from .registry import Registry, registry
@@ -354,3 +355,27 @@ def _recent_on_postgresql(schedule_ids: list[int]) -> list[tuple]:
     with connection.cursor() as cursor:
         cursor.execute(sql, [schedule_ids, sorted(FINISHED)])
         return cursor.fetchall()
+
+
+def asked_by(run: Run) -> str:
+    """Who asked for a run, in the run page's words: the user of the dashboard, the API
+    or the admin; for a manual run without one, the actor its audit entry names (the
+    CLI's "cli:<os user>") or the half-open probe that queued it; else the schedule."""
+    if run.requested_by is not None:
+        return run.requested_by.get_username()
+    if run.reason != RunReason.MANUAL or run.schedule_id is None:
+        return "the schedule"
+    mark = f"run #{run.pk}"
+    actor = (
+        AuditEvent.objects.filter(schedule_id=run.schedule_id, action__in=("run_now", "rerun"))
+        .filter(
+            Q(detail=mark) | Q(detail__startswith=f"{mark} ") | Q(detail__startswith=f"{mark},")
+        )
+        .values_list("actor", flat=True)
+        .first()
+    )
+    if actor:
+        return actor
+    if IncidentEvent.objects.filter(event="probe", run_id=run.pk).exists():
+        return "a half-open probe (alerts)"
+    return "someone without a dashboard account"

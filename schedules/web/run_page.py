@@ -6,6 +6,7 @@ from datetime import timedelta
 from typing import Any
 
 from ..models import Run, RunOutput
+from ..selectors import asked_by
 from ..validation import json_text
 from . import access
 
@@ -18,6 +19,7 @@ def run_context(run: Run, user: Any) -> dict[str, Any]:
     result_text, result_note = result_display(run.result)
     return {
         "run": run,
+        "asked_by": asked_by(run),
         "schedule": run.schedule,
         "attempts": Run.objects.attempts_of(run),
         "kwargs_json": json_text(run.kwargs),

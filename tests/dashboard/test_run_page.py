@@ -37,6 +37,32 @@ class TestThePage:
         response = client.get(f"/runs/{run.pk}/")
         assert response.status_code == 302 and "/login" in response["Location"]
 
+    def test_it_says_who_asked_for_the_run(self, client, viewer, editor, schedule) -> None:
+        from schedules import services
+        from schedules.alerts.models import Incident, IncidentEvent
+
+        scheduled = a_run(schedule)
+        from_cli = services.schedule_run_now(schedule=schedule, by="cli:ops", via="cli")
+        from_web = services.schedule_run_now(schedule=schedule, by=editor, via="web")
+        probe = a_run(schedule, reason="manual")
+        incident = Incident.objects.create(
+            schedule=schedule, schedule_code=schedule.code, task_name=schedule.task_name,
+            kind="auto_paused", summary="paused", opened_at=timezone.now(),
+        )  # fmt: skip
+        IncidentEvent.objects.create(
+            incident=incident, event="probe", run_id=probe.pk, at=timezone.now()
+        )
+        client.force_login(viewer)
+
+        def asked(run: Run) -> str:
+            page = client.get(f"/runs/{run.pk}/").content.decode()
+            return page.split("<dt>Asked by</dt><dd>")[1].split("</dd>")[0]
+
+        assert asked(scheduled) == "the schedule"
+        assert asked(from_cli) == "cli:ops"
+        assert asked(from_web) == editor.get_username()
+        assert asked(probe) == "a half-open probe (alerts)"
+
     def test_an_unknown_or_absurd_run_is_404(self, client, viewer) -> None:
         client.force_login(viewer)
         assert client.get("/runs/999999/").status_code == 404
