@@ -7,7 +7,9 @@ hint and at most SEND_TIMEOUT, never a stuck scheduler, request or command.
 
 After a send times out, this process sends nothing for QUIET seconds: a bulk action
 over a hundred schedules would otherwise wait SEND_TIMEOUT for each of its hints.
-A layer that refuses at once (Redis down) costs nothing to keep trying.
+A layer that refuses at once (Redis down) costs nothing to keep trying, but its
+refusals are logged once every REPORT_EVERY seconds with how many hints were lost
+meanwhile: one a run's every event and group made three warnings a run.
 """
 
 from __future__ import annotations
@@ -27,9 +29,31 @@ logger = logging.getLogger(__name__)
 
 SEND_TIMEOUT = 2.0
 QUIET = 10.0
+REPORT_EVERY = 30.0  # seconds between two warnings of refused sends
 
 _quiet_until = 0.0  # _now() before which sends are skipped (a hung layer)
 _now = time.monotonic
+
+
+class _Refusals:
+    """Refused sends since the last warning of them."""
+
+    def __init__(self) -> None:
+        self.reported_at: float | None = None
+        self.since = 0
+
+    def report(self, lost: str, why: str) -> None:
+        now = _now()
+        if self.reported_at is not None and now - self.reported_at < REPORT_EVERY:
+            self.since += 1
+            logger.debug("%s: %s", lost, why)
+            return
+        more = f" (and {self.since} more lost since the last warning)" if self.since else ""
+        self.reported_at, self.since = now, 0
+        logger.warning("%s: %s%s", lost, why, more)
+
+
+refusals = _Refusals()
 
 
 def listened(groups: Iterable[str]) -> list[str]:
@@ -105,7 +129,9 @@ async def _bounded(send: Callable[[Any], Awaitable[None]], lost: str) -> None:
         logger.warning("%s: the channel layer did not answer in %.0f s; no hint is sent "
                        "for %.0f s", lost, SEND_TIMEOUT, QUIET)  # fmt: skip
     except Exception as exc:
-        logger.warning("%s: %s", lost, str(exc) or type(exc).__name__)
+        refusals.report(lost, str(exc) or type(exc).__name__)
+    else:
+        refusals.reported_at = None  # the layer answers: the next refusal is news
 
 
 def _from_sync(send: Callable[..., Awaitable[None]], *args: Any, what: str) -> None:

@@ -130,8 +130,12 @@ def _plain_static_storage(settings) -> None:
 @pytest.fixture(autouse=True)
 def _channel_layer_answers(monkeypatch) -> None:
     """A test that hung the channel layer leaves no quiet period to the next one, nor
-    listeners: the in-process layer sends only to groups with a member."""
+    refusals held back from the log, nor listeners: the in-process layer sends only to
+    groups with a member."""
+    from schedules import layer as layer_module  # settings are set up
+
     monkeypatch.setattr("schedules.layer._quiet_until", 0.0)
+    monkeypatch.setattr("schedules.layer.refusals", layer_module.refusals.__class__())
     from channels.layers import InMemoryChannelLayer, get_channel_layer  # settings are set up
 
     layer = get_channel_layer()

@@ -12,6 +12,7 @@ import threading
 
 import pytest
 
+from schedules import layer as layer_module
 from schedules.models import Schedule
 from tests.factories import every, make_schedule
 
@@ -87,7 +88,34 @@ def test_a_broken_layer_is_one_warning_and_no_error(
     monkeypatch.setattr(layer, "send", refused)
     make_schedule("refused", "test.echo", every(60))
     assert "schedule event for refused not published: redis is down" in caplog.text
-    assert "wake-up for the schedulers not sent: redis is down" in caplog.text  # tried: no quiet
+    # Tried too (a refusal costs no quiet period), and counted rather than logged again.
+    assert "wake-up for the schedulers not sent" not in caplog.text
+    assert layer_module.refusals.since == 1
+
+
+def test_refusals_are_one_warning_every_report_interval_with_the_count_between(
+    transactional_db, every_group_listened, monkeypatch, caplog
+) -> None:
+    """Redis down made three warnings a run: each event, each group."""
+    layer = every_group_listened
+    clock = [1000.0]
+    monkeypatch.setattr(layer_module, "_now", lambda: clock[0])
+
+    async def refused(*args, **kwargs):
+        raise ConnectionRefusedError("redis is down")
+
+    monkeypatch.setattr(layer, "group_send", refused)
+    monkeypatch.setattr(layer, "send", refused)
+    for code in ("a", "b", "c"):
+        make_schedule(code, "test.echo", every(60))
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warnings == ["schedule event for a not published: redis is down"]
+    clock[0] += layer_module.REPORT_EVERY
+    make_schedule("d", "test.echo", every(60))
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warnings[-1] == (
+        "schedule event for d not published: redis is down (and 5 more lost since the last warning)"
+    )
 
 
 async def test_a_batch_to_many_groups_is_bounded_per_send_not_as_a_whole(
