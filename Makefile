@@ -35,7 +35,9 @@ $(VENV)/.bench: requirements.txt requirements-dev.txt requirements-bench.txt | $
 # (`make run DJANGO_DEBUG=true` while developing). Plain http on this machine: cookies that
 # are not Secure, or the browser would drop the session.
 DJANGO_DEBUG ?= false
-RUN_ENV = DJANGO_DEBUG=$(DJANGO_DEBUG) DJANGO_SECURE_COOKIES=false
+# Links in notifications point at the address served (a SILLO_BASE_URL set outside wins).
+SILLO_BASE_URL ?= http://$(HOST)
+RUN_ENV = DJANGO_DEBUG=$(DJANGO_DEBUG) DJANGO_SECURE_COOKIES=false SILLO_BASE_URL=$(SILLO_BASE_URL)
 
 # The server is exec'd: make passes a SIGTERM on to its child, which then is the
 # server itself, not a shell that would leave it running.
