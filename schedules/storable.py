@@ -16,8 +16,14 @@ from typing import Any
 
 REPLACEMENT = "\ufffd"
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
-# The same characters as json.dumps writes them (ASCII escapes).
-_UNSTORABLE_ESCAPED = re.compile(r"\\u(?:0000|[dD][89a-fA-F][0-9a-fA-F]{2})")
+# The same characters as json.dumps writes them (ASCII escapes, lowercase): a NUL, a high
+# surrogate not followed by a low one, a low one not after a high one. A pair is a
+# character beyond the BMP (an emoji), which every database stores.
+_UNSTORABLE_ESCAPED = re.compile(
+    r"\\u0000"
+    r"|\\ud[89ab][0-9a-f]{2}(?!\\ud[c-f][0-9a-f]{2})"
+    r"|(?<!\\ud[89ab][0-9a-f]{2})\\ud[c-f][0-9a-f]{2}"
+)
 
 
 def storable_text(text: str) -> str:

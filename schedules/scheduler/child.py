@@ -27,7 +27,7 @@ import traceback
 from multiprocessing.connection import Connection
 from typing import Any, NoReturn
 
-from ..storable import needs_cleaning, storable_json
+from ..storable import needs_cleaning, storable_json, storable_text
 from .capture import PipeWriter, capturing_in_worker
 
 
@@ -179,7 +179,7 @@ def jsonable(result: Any, limit: int) -> Any:
     Strings are made storable (storable.py). Applied in the worker and again in the
     scheduler (where middleware may change the result): a result this made already
     is returned as it is, not wrapped a second time."""
-    if _truncated(result):
+    if _truncated(result, limit):
         return result
     try:
         text = json.dumps(result)
@@ -194,12 +194,16 @@ def jsonable(result: Any, limit: int) -> Any:
     return result
 
 
-def _truncated(result: Any) -> bool:
+def _truncated(result: Any, limit: int) -> bool:
+    """Whether `result` is a cut this function made (a task returning the same shape
+    passes only if it is as short and as storable)."""
     return (
         isinstance(result, dict)
         and result.keys() == {"truncated", "preview"}
         and result["truncated"] is True
         and isinstance(result["preview"], str)
+        and len(result["preview"]) <= limit
+        and storable_text(result["preview"]) is result["preview"]
     )
 
 

@@ -25,7 +25,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from django.db import InterfaceError, OperationalError
+from django.db import DataError, IntegrityError, ProgrammingError
 
 from ..models import Run, RunStatus
 from . import outcomes
@@ -43,6 +43,9 @@ GATHER = 2.0  # seconds an outcome may wait for its batch while runs wait for a 
 # call; spaced, about five outcomes share a write (bench/steady_profile.py).
 SPACING = 0.05
 LONGEST_PAUSE = 10.0  # seconds between tries while the database refuses outcomes
+# What a database says of a value it cannot store (PostgreSQL: DataError on a NUL;
+# either: UnicodeEncodeError, a ValueError, on a lone surrogate), as opposed to an outage.
+REFUSED = (DataError, IntegrityError, ProgrammingError, ValueError, TypeError)
 
 DbCall = Callable[..., Awaitable[Any]]
 
@@ -126,34 +129,47 @@ class OutcomeRecorder:
                     done.set_result(written[index])
 
     async def _write(self, items: list, indexes: list[int], written: dict[int, tuple]) -> None:
-        """Write these outcomes, into `written` by index. An outage (the database away,
-        locked, or its connection lost) raises, for the whole batch to wait. Any other
-        refusal is of something in the outcomes themselves: each is then written alone,
-        and one refused alone is recorded failed without what it carried, so that one
-        run can never hold back the outcomes of every run after it."""
+        """Write these outcomes, into `written` by index.
+
+        A refusal of what an outcome holds (a value the database cannot store: REFUSED)
+        is the outcome's own: each is then written alone, and one refused alone is
+        written again without what it carried (result, output, traceback), its status
+        and retry kept; failing that too, as a failure of its own. So one run never
+        holds back the outcomes of the runs after it. Anything else (the database
+        away, locked, or its connection lost; a TASKS backend that does not answer)
+        raises, and the whole batch waits and tries again.
+        """
         try:
-            results = await self._db(
-                outcomes.finish_runs, items=[items[i] for i in indexes], now=self._clock.now()
-            )
-        except (OperationalError, InterfaceError):
-            raise
-        except Exception as exc:
-            if len(indexes) > 1:
-                for index in indexes:
-                    await self._write(items, [index], written)
+            results = await self._write_now([items[i] for i in indexes])
+        except REFUSED as exc:
+            if len(indexes) == 1:
+                written[indexes[0]] = await self._write_refused(*items[indexes[0]], exc)
                 return
-            run, outcome = items[indexes[0]]
-            logger.error("the outcome of run %s could not be stored; recorded failed", run.pk,
-                         exc_info=True)  # fmt: skip
-            stripped = {
-                **outcome, "status": RunStatus.FAILED, "result": None, "output": None,
-                "traceback": "", "retry_in": None,
-                "error": f"its outcome could not be stored: {type(exc).__name__}: {exc}",
-            }  # fmt: skip
-            results = await self._db(
-                outcomes.finish_runs, items=[(run, stripped)], now=self._clock.now()
-            )
+            for index in indexes:
+                await self._write(items, [index], written)
+            return
         written.update(zip(indexes, results, strict=True))
+
+    async def _write_now(self, items: list) -> list[tuple]:
+        return await self._db(outcomes.finish_runs, items=items, now=self._clock.now())
+
+    async def _write_refused(self, run: Run, outcome: dict, exc: Exception) -> tuple:
+        refusal = f"{type(exc).__name__}: {exc}"
+        note = f"its result and output could not be stored ({refusal})"
+        bare = {**outcome, "result": None, "output": None, "traceback": "",
+                "error": f"{outcome['error']}; {note}" if outcome["error"] else note}  # fmt: skip
+        try:
+            (result,) = await self._write_now([(run, bare)])
+            logger.error("run %s: %s; recorded %s without them", run.pk, note, outcome["status"])
+            return result
+        except REFUSED:
+            pass
+        failed = {**bare, "status": RunStatus.FAILED, "retry_in": None,
+                  "error": f"its outcome could not be stored ({refusal})"}  # fmt: skip
+        (result,) = await self._write_now([(run, failed)])
+        logger.error("run %s: its outcome could not be stored (%s); recorded failed", run.pk,
+                     refusal)  # fmt: skip
+        return result
 
     async def _spaced(self) -> None:
         """Wait until SPACING after the last write began, unless a batch is full or no

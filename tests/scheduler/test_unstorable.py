@@ -72,17 +72,29 @@ async def test_an_unstorable_outcome_inline_is_stored_cleaned_and_holds_back_not
     await stored_cleaned(scheduler, clock, "test.unstorable_inline", where)
 
 
-async def test_an_outcome_the_database_refuses_anyway_is_recorded_failed_alone(
-    scheduler, clock, monkeypatch
+@pytest.mark.parametrize(
+    ("refused", "status", "error"),
+    [
+        # What it carried is refused: written without it, its status kept.
+        ("result", "succeeded", "its result and output could not be stored ({})"),
+        # Refused whatever it carries: a failure of its own, so it does not stay running.
+        ("outcome", "failed", "its outcome could not be stored ({})"),
+    ],
+)
+async def test_an_outcome_the_database_refuses_anyway_costs_only_its_own_run(
+    scheduler, clock, monkeypatch, refused, status, error
 ) -> None:
     """Whatever a future refusal is, only its own run pays: the others are written."""
     from schedules.scheduler import outcomes
 
     plain = outcomes.finish_runs
+    refusal = "ValueError: a value the database refuses"
 
     def refusing(*, items, now):
-        if any(outcome.get("result") == {"refuse": "me"} for _, outcome in items):
-            raise ValueError("a value the database refuses")
+        for run, outcome in items:
+            carries = outcome["result"] is not None or refused == "outcome"
+            if run.schedule_code == "poison" and carries and outcome["status"] != "failed":
+                raise ValueError("a value the database refuses")
         return plain(items=items, now=now)
 
     monkeypatch.setattr(outcomes, "finish_runs", refusing)
@@ -94,11 +106,9 @@ async def test_an_outcome_the_database_refuses_anyway_is_recorded_failed_alone(
         await scheduler.wait_idle()
 
     (run,) = await runs_of("poison")
-    assert run.status == RunStatus.FAILED
-    assert run.error == "its outcome could not be stored: ValueError: a value the database refuses"
-    assert run.result is None
+    assert (run.status, run.error, run.result) == (status, error.format(refusal), None)
     (after,) = await runs_of("after")
-    assert after.status == RunStatus.SUCCEEDED
+    assert (after.status, after.result) == (RunStatus.SUCCEEDED, {})
 
 
 @override_settings(SILLO_RESULT_MAX_CHARS=100)
@@ -113,3 +123,14 @@ async def test_a_result_too_long_is_cut_once_not_again_in_the_scheduler(pooled, 
 
     (run,) = await runs_of("big")
     assert run.result == {"truncated": True, "preview": '{"data": "' + "y" * 90}
+
+
+def test_a_result_shaped_like_a_cut_is_capped_and_cleaned_like_any_other() -> None:
+    from schedules.scheduler.child import jsonable
+
+    ours = jsonable({"data": "y" * 1_000}, 100)
+    assert jsonable(ours, 100) is ours  # a cut is not cut again
+    forged = {"truncated": True, "preview": "\x00" * 1_000}
+    capped = jsonable(forged, 100)
+    assert capped["truncated"] is True and len(capped["preview"]) == 100
+    assert "\\u0000" not in capped["preview"]
