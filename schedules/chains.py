@@ -129,15 +129,16 @@ def chain_problems(
     tasks: Registry = registry,
     edges: Graph | None = None,
     known: Mapping[str, Any] | None = None,
-    kept: Collection[str] = (),
+    kept: Mapping[str, Collection[str]] | None = None,
 ) -> dict[str, str]:
     """Why these follow-ups cannot be saved on schedule `code`, by field; {} if they can.
 
     `known`: schedules by code (anything with `task_name` and `kwargs`) as they will
     be, looked up before the database: an import checks its file as a whole.
-    `kept`: the codes the record names already. One of them whose schedule was deleted
-    since is kept without complaint: an edit of anything else must not fail on it (its
-    runs record the follow-up skipped, and the schedule page marks it).
+    `kept`: the codes the record names already, by field (kept_by). One of them whose
+    schedule was deleted since is kept in its field without complaint: an edit of
+    anything else must not fail on it (its runs record the follow-up skipped, and the
+    schedule page marks it).
     """
     problems: dict[str, str] = {}
     lists = {"then": codes_of(then), "catch": codes_of(catch)}
@@ -158,7 +159,8 @@ def chain_problems(
     if unread := sorted(named - targets.keys()):
         targets.update((s.code, s) for s in Schedule.objects.filter(code__in=unread))
     for field, codes in lists.items():
-        missing = [c for c in codes if c not in targets and c != code and c not in kept]
+        already = (kept or {}).get(field, ())
+        missing = [c for c in codes if c not in targets and c != code and c not in already]
         if missing:
             problems[field] = f"no schedule '{missing[0]}'"
     if problems:
@@ -211,7 +213,7 @@ def check_chain(
     catch: object,
     result_as: object = "",
     tasks: Registry = registry,
-    kept: Collection[str] = (),
+    kept: Mapping[str, Collection[str]] | None = None,
 ) -> dict[str, object]:
     """The cleaned chain fields, or InvalidChain naming each field's problem."""
     problems = chain_problems(
@@ -222,11 +224,11 @@ def check_chain(
     return {"then": codes_of(then), "catch": codes_of(catch), "result_as": result_as or ""}
 
 
-def kept_by(schedule: Schedule) -> list[str]:
-    """The follow-up codes a saved record names (none for one being created)."""
-    if schedule.pk is None:
-        return []
-    return [*codes_of(schedule.then), *codes_of(schedule.catch)]
+def kept_by(schedule: Schedule | None) -> dict[str, list[str]]:
+    """The follow-up codes a saved record names, by field (none for one being created)."""
+    if schedule is None or schedule.pk is None:
+        return {}
+    return {"then": codes_of(schedule.then), "catch": codes_of(schedule.catch)}
 
 
 def given(fields: Mapping[str, object]) -> bool:

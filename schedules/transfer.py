@@ -160,10 +160,13 @@ def _chain_problems(changes: list[Change], tasks: Registry) -> list[str]:
     known: dict[str, Any] = {s.code: s for s in Schedule.objects.filter(code__in=sorted(named))}
     known.update((c.code, _Planned(c.fields["task_name"], c.fields.get("kwargs", {})))
                  for c in changes)  # fmt: skip
+    # A code a stored schedule names already is kept, as an edit keeps it (chains.kept_by).
+    stored = Schedule.objects.filter(code__in=linked).only("code", "then", "catch")
+    kept = {s.code: chains.kept_by(s) for s in stored}
     problems = []
     for code in linked:
         found = chains.chain_problems(code=code, **links[code], tasks=tasks, edges=edges,
-                                      known=known)  # fmt: skip
+                                      known=known, kept=kept.get(code))  # fmt: skip
         problems += [f"{code}: {name}: {text}" for name, text in found.items()]
     return problems
 

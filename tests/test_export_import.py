@@ -266,6 +266,26 @@ def test_a_dry_run_refuses_the_chains_the_import_would_refuse(tmp_path, links, p
     assert not Schedule.objects.exists()
 
 
+def test_an_unchanged_export_imports_again_after_a_follow_up_was_deleted(tmp_path) -> None:
+    make_schedule("load", "test.echo", every(60))
+    make_schedule("extract", "test.echo", every(60), then=["load"])
+    path = tmp_path / "schedules.json"
+    cli("export", "--output", str(path))
+    cli("delete", "load")
+    document = json.loads(path.read_text())
+    del document["schedules"]["load"]
+    path.write_text(json.dumps(document))
+
+    cli("import", str(path))
+
+    assert Schedule.objects.get(code="extract").then == ["load"]
+    document["schedules"]["extract"]["catch"] = ["load"]  # named anew, in the other field
+    path.write_text(json.dumps(document))
+    with pytest.raises(CommandError) as refused:
+        cli("import", str(path))
+    assert "extract: catch: no schedule 'load'" in str(refused.value)
+
+
 def test_result_as_is_checked_against_a_follow_up_the_file_creates(tmp_path) -> None:
     """test.fail takes only `message`: a follow-up it would receive `data` in cannot run."""
     entries = {
