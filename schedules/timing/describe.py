@@ -20,14 +20,18 @@ def describe_cron(expression: str, tz: str) -> str:
         for index in (2, 4)
         if len(fields) == 5 and "," in fields[index] and _SPECIAL.search(fields[index])
     ]
+    # Both day fields restricted: a day matching either fires (cron's OR), said "or on".
+    both = len(fields) == 5 and fields[2] not in ("*", "?") and fields[4] not in ("*", "?")
     for index, _ in lists:
         fields[index] = "*"
     text = _described(" ".join(fields)) or f"Cron '{expression}'"
-    for index, items in lists:
+    for n, (index, items) in enumerate(lists):
         phrases = [_item_phrase(index, item) for item in items]
         if None in phrases:
             return f"Cron '{expression}', {tz}"
-        text += ", on " + _joined(phrases) + " of the month"
+        other_said = (6 - index) not in dict(lists) or n > 0  # the other day field, 2 or 4
+        text += (", or on " if both and other_said else ", on ") + _joined(phrases)
+        text += " of the month"
     return f"{text}, {tz}"
 
 

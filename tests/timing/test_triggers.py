@@ -131,6 +131,10 @@ def test_descriptions() -> None:
     assert Cron("0 6 * * MON,5#2").describe() == (
         "At 06:00, on every Monday and the second Friday of the month, UTC"
     )
+    # Both day fields restricted: either fires (cron's OR), as the engine computes.
+    assert Cron("0 0 L,15 * MON").describe() == (
+        "At 00:00, only on Monday, or on the last day and day 15 of the month, UTC"
+    )
     assert Interval(5400).describe() == "Every 1 hour 30 minutes"
     assert Interval(60, jitter=10).describe() == "Every 1 minute, up to 10 seconds later at random"
     assert Date(datetime(2026, 12, 24, 18, tzinfo=ZoneInfo("Europe/Berlin"))).describe() == (
