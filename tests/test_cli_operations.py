@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from django.core.management.base import CommandError
@@ -259,3 +260,21 @@ def test_stats_says_stalled_when_slots_are_overdue_and_no_scheduler_is_up() -> N
     assert backlog(90)["backlog"] == "DEGRADED"
     assert backlog(400)["backlog"] == "STALLED"
     assert "a slot late 4" in cli("stats")
+
+
+def test_run_inline_ends_at_the_timeout_though_the_tasks_thread_goes_on(manage) -> None:
+    """A sync body cannot be stopped; the CLI records the timeout and leaves it."""
+    assert manage("migrate", "--noinput").returncode == 0
+    created = manage(
+        "schedules", "create", "slow", "--task", "test.sleep_inline", "--every", "3600",
+        "--kwargs", '{"seconds": 120}', "--timeout", "1",
+    )  # fmt: skip
+    assert created.returncode == 0, created.stderr
+    began = time.monotonic()
+
+    result = manage("schedules", "run", "slow", "--inline")
+
+    assert time.monotonic() - began < 30
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1].endswith("ended timed_out")
+    assert "Traceback" not in result.stderr

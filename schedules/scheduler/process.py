@@ -108,8 +108,9 @@ def serve_and_schedule(host: str, port: int, application: Any = None) -> None:
     server.run()
 
 
-def leave_task_threads() -> None:
-    """End the process now if an inline sync task's thread still runs.
+def leave_task_threads(*, code: int = 0, last_words: str = "") -> None:
+    """End the process now, with exit status `code` (after `last_words` on stderr), if
+    an inline sync task's thread still runs.
 
     Called once the scheduler has stopped: its runs are recorded (a timed-out one
     `timed_out`, the others `cancelled`) and its instance marked stopped. The
@@ -129,9 +130,11 @@ def leave_task_threads() -> None:
         len(running),
     )
     logging.shutdown()
+    if last_words:
+        sys.stderr.write(last_words + "\n")
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(0)
+    os._exit(code)
 
 
 def _ends_soon(thread: threading.Thread) -> bool:

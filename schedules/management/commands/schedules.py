@@ -246,8 +246,15 @@ class Command(BaseCommand):
             self.emit(run_data(run))
         else:
             self.stdout.write(run_verbs.run_line(run))
-        if run.status in FINISHED and run.status != "succeeded":
-            raise CommandError(f"run #{run.pk} ended {run.status}", returncode=1)
+        failed = f"run #{run.pk} ended {run.status}"
+        if run.status not in FINISHED or run.status == "succeeded":
+            failed = ""
+        if inline:  # its run timed out with a thread still on it: not waited for either
+            process.leave_task_threads(
+                code=1 if failed else 0, last_words=f"CommandError: {failed}" if failed else ""
+            )
+        if failed:
+            raise CommandError(failed, returncode=1)
 
     def handle_stats(self, *, json: bool, **_) -> None:
         data = scheduler_stats(now=timezone.now())
