@@ -52,6 +52,17 @@ class ErrorOut(Schema):
     errors: list[FieldError]
 
 
+# What any operation may answer: a request Django refuses (400), no or a bad caller
+# (401), a missing permission (403), the throttle (429), the database away (503).
+ANY_OPERATION = (400, 401, 403, 429, 503)
+
+
+def error_responses(*codes: int) -> dict[int, type[ErrorOut]]:
+    """The schema's error responses of an operation: ANY_OPERATION and `codes` (404 for a
+    path naming a record, 409, 413 for one with a body, 422)."""
+    return dict.fromkeys(sorted({*ANY_OPERATION, *codes}), ErrorOut)
+
+
 class Problem(Exception):
     """An API error: a status, and problems by field (None for the request as a whole)."""
 

@@ -39,9 +39,15 @@ def test_the_schema_is_valid_openapi(schema) -> None:
 def test_the_schema_lists_every_operation_with_its_errors(schema) -> None:
     found = {(method, path) for path, item in schema["paths"].items() for method in item}
     assert found == OPERATIONS
+    bodies = {
+        ("post", "/api/v1/schedules"), ("patch", "/api/v1/schedules/{code}"),
+        ("post", "/api/v1/schedules/{code}/run"), ("post", "/api/v1/triggers/preview"),
+    }  # fmt: skip
     for path, item in schema["paths"].items():
         for method, operation in item.items():
-            assert "401" in operation["responses"], (method, path)
+            answers = set(operation["responses"])
+            assert {"400", "401", "403", "429", "503"} <= answers, (method, path)
+            assert ("413" in answers) == ((method, path) in bodies), (method, path)
             assert operation["security"], (method, path)
     assert {"BearerToken", "DashboardSession"} <= set(schema["components"]["securitySchemes"])
 

@@ -18,12 +18,12 @@ from ...params import parse_id
 from ...run_filters import converts_to_utc
 from ...selectors import filtered_runs
 from ..auth import OPERATE, VIEW, caller, require
-from ..errors import ErrorOut, Problem
+from ..errors import Problem, error_responses
 from ..presenters import run_body
 from ..schemas import NO_NUL, ReasonName, RunDetailOut, RunOutputOut, RunPage, RunStatusName
 
 router = Router(tags=["runs"])
-ERRORS = dict.fromkeys((401, 403, 404, 409, 422, 429), ErrorOut)
+ERRORS = error_responses(404, 409, 422)
 
 
 class RunFilters(Schema):

@@ -19,7 +19,7 @@ from ...registry import OPTION_NAMES, TaskOptions, registry
 from ...selectors import LIST_FLAGS, filtered_schedules
 from ..auth import ADD, CHANGE, DELETE, OPERATE, VIEW, allowed, caller, require
 from ..checks import check_input, parsed_trigger, schedule_for
-from ..errors import ErrorOut, Problem
+from ..errors import Problem, error_responses
 from ..presenters import run_body, schedule_body
 from ..schemas import (
     NO_NUL,
@@ -33,7 +33,8 @@ from ..schemas import (
 )
 
 router = Router(tags=["schedules"])
-ERRORS = dict.fromkeys((401, 403, 404, 409, 422, 429), ErrorOut)
+ERRORS = error_responses(404, 409, 422)
+WITH_BODY = error_responses(404, 409, 413, 422)
 NEXT_TIMES = 10
 
 
@@ -68,7 +69,7 @@ def show_schedule(request: HttpRequest, code: str):
     return schedule_body(schedule, next_times=times)
 
 
-@router.post("/schedules", response={201: ScheduleDetailOut, **ERRORS}, auth=allowed(VIEW, ADD))
+@router.post("/schedules", response={201: ScheduleDetailOut, **WITH_BODY}, auth=allowed(VIEW, ADD))
 def create_schedule(request: HttpRequest, payload: ScheduleCreate):
     """Create an active schedule. Options left out take the task's declared ones."""
     require(request, VIEW)
@@ -99,7 +100,7 @@ def create_schedule(request: HttpRequest, payload: ScheduleCreate):
 
 
 @router.patch(
-    "/schedules/{code}", response={200: ScheduleDetailOut, **ERRORS}, auth=allowed(VIEW, CHANGE)
+    "/schedules/{code}", response={200: ScheduleDetailOut, **WITH_BODY}, auth=allowed(VIEW, CHANGE)
 )
 def update_schedule(request: HttpRequest, code: str, payload: ScheduleUpdate):
     """Change the fields given; a changed trigger moves the next slot (from now)."""
@@ -162,7 +163,7 @@ _status_action(
 
 
 @router.post(
-    "/schedules/{code}/run", response={202: RunDetailOut, **ERRORS}, auth=allowed(VIEW, OPERATE)
+    "/schedules/{code}/run", response={202: RunDetailOut, **WITH_BODY}, auth=allowed(VIEW, OPERATE)
 )
 def run_schedule(request: HttpRequest, code: str, payload: RunNowIn | None = None):
     """Queue a manual run now; optional kwargs are merged over the schedule's for this run."""

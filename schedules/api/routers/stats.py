@@ -8,13 +8,13 @@ from ninja import Router
 
 from ...selectors import scheduler_stats
 from ..auth import VIEW, require
-from ..errors import ErrorOut
+from ..errors import error_responses
 from ..schemas import StatsOut
 
 router = Router(tags=["stats"])
 
 
-@router.get("/stats", response={200: StatsOut, 401: ErrorOut, 403: ErrorOut, 429: ErrorOut})
+@router.get("/stats", response={200: StatsOut, **error_responses()})
 def stats(request: HttpRequest):
     """Counts for dashboards and monitors (what /health/ reports, and the queue)."""
     require(request, VIEW)

@@ -7,14 +7,14 @@ from ninja import Router
 
 from ...registry import registry
 from ..auth import VIEW, require
-from ..errors import ErrorOut
+from ..errors import error_responses
 from ..presenters import task_body
 from ..schemas import TaskList
 
 router = Router(tags=["tasks"])
 
 
-@router.get("/tasks", response={200: TaskList, 401: ErrorOut, 403: ErrorOut, 429: ErrorOut})
+@router.get("/tasks", response={200: TaskList, **error_responses()})
 def list_tasks(request: HttpRequest):
     """Every declaration this process knows, by name; a duplicate name lists each."""
     require(request, VIEW)

@@ -10,7 +10,7 @@ from ...inputs import zone_problem
 from ...timing import InvalidTrigger, get_zone, instant_from_text, own_zone, preview_times
 from ..auth import VIEW, require
 from ..checks import parsed_trigger
-from ..errors import ErrorOut, Problem
+from ..errors import Problem, error_responses
 from ..schemas import PreviewIn, PreviewOut
 
 router = Router(tags=["triggers"])
@@ -18,7 +18,7 @@ router = Router(tags=["triggers"])
 
 @router.post(
     "/triggers/preview",
-    response={200: PreviewOut, 401: ErrorOut, 403: ErrorOut, 422: ErrorOut, 429: ErrorOut},
+    response={200: PreviewOut, **error_responses(413, 422)},
 )
 def preview(request: HttpRequest, payload: PreviewIn):
     """What a trigger spec means and when it fires next; nothing is saved."""
