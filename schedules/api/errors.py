@@ -9,6 +9,7 @@ null when the error concerns the request as a whole.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 
@@ -52,6 +53,11 @@ class ErrorOut(Schema):
     errors: list[FieldError]
 
 
+def _json(value: object) -> str:
+    """A value as a client sent or reads it (JSON), not as Python shows it."""
+    return json.dumps(value, default=str, ensure_ascii=False)
+
+
 # What any operation may answer: a request Django refuses (400), no or a bad caller
 # (401), a missing permission (403), the throttle (429), the database away (503).
 ANY_OPERATION = (400, 401, 403, 429, 503)
@@ -73,7 +79,12 @@ class Problem(Exception):
 
 
 def summary(problems: dict[str | None, str]) -> str:
-    return "; ".join(f"{field}: {text}" if field else text for field, text in problems.items())
+    """One line of every problem, each after its field unless it names the field itself
+    ("kwargs.rows: out of range" for kwargs)."""
+    return "; ".join(
+        f"{field}: {text}" if field and not text.startswith((f"{field}.", f"{field}[")) else text
+        for field, text in problems.items()
+    )
 
 
 def error_body(status: int, problems: dict[str | None, str]) -> dict:
@@ -177,7 +188,7 @@ def install(api: NinjaAPI) -> None:
     def edit_conflict(request: HttpRequest, exc: services.EditConflict) -> HttpResponse:
         problems: dict[str | None, str] = {None: str(exc)}
         for field, (now, yours) in exc.differences.items():
-            problems[_option_path(field)] = f"now {now!r}, yours {yours!r}"
+            problems[_option_path(field)] = f"now {_json(now)}, yours {_json(yours)}"
         return error_response(409, problems)
 
     @api.exception_handler(chains.InvalidChain)

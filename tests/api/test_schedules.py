@@ -127,7 +127,7 @@ def test_an_update_against_an_old_version_is_refused_naming_what_changed(
     assert stale.status_code == 409
     problems = errors_of(stale)
     assert "changed by someone else" in problems[None]
-    assert problems["kwargs"] == "now {'a': 1}, yours {'a': 2}"
+    assert problems["kwargs"] == 'now {"a": 1}, yours {"a": 2}'  # as JSON, as sent
     assert Schedule.objects.get(code="nightly").kwargs == {"a": 1}
 
 

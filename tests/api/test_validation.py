@@ -284,3 +284,12 @@ def test_a_query_past_djangos_field_limit_is_a_bad_request(as_role, settings) ->
         response = api.get(f"{path}?{query}")
         assert response.status_code == 400, response.content
         assert "the request was refused" in errors_of(response)[None]
+
+
+def test_a_kwargs_problem_is_said_once_in_the_message(as_role, schedule) -> None:
+    response = as_role("editor", "token").patch("/schedules/nightly", {"kwargs": {"rows": 2**70}})
+    assert response.status_code == 422
+    assert errors_of(response) == {
+        "kwargs": "kwargs.rows: integer out of range (must fit in 64 bits)"
+    }
+    assert response.json()["message"] == "kwargs.rows: integer out of range (must fit in 64 bits)"
