@@ -79,8 +79,9 @@ class DashboardSession(_Permitted, APIKeyCookie):
 
 
 def allowed(*perms: str) -> list:
-    """The API's authentication for an operation with a body that needs `perms`
-    (the views still check them, with the object: 404 before 403 there)."""
+    """The API's authentication, checking `perms` before the operation's parameters
+    and body are read: VIEW for every operation (urls.py), and the action's permission
+    for those with a body. The views check again, with the object (404 before 403)."""
     return [BearerToken(perms), DashboardSession(perms)]
 
 
