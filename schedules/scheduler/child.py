@@ -167,10 +167,15 @@ def _run(
 
 
 def describe_exception(exc: BaseException) -> str:
+    """'ValueError: bad input', never raising: a task's exception may fail to print
+    (its __str__ raises), and that must fail its run, not the worker or the scheduler."""
     name = type(exc).__name__
-    if isinstance(exc, SystemExit):
-        return f"SystemExit: the task called sys.exit({exc.code!r})"
-    text = str(exc)
+    try:
+        if isinstance(exc, SystemExit):
+            return f"SystemExit: the task called sys.exit({exc.code!r})"
+        text = str(exc)
+    except Exception:  # noqa: BLE001
+        return f"{name} (its message could not be printed)"
     return f"{name}: {text}" if text else name
 
 

@@ -202,12 +202,8 @@ class Executor:
         except TaskFailed as exc:
             return Outcome(RunStatus.FAILED, exc.error, exc.traceback, retry_in=context.retry_in)
         except Exception as exc:
-            return Outcome(
-                RunStatus.FAILED,
-                f"{type(exc).__name__}: {exc}",
-                tb.format_exc(),
-                retry_in=context.retry_in,
-            )
+            error = describe_exception(exc)
+            return Outcome(RunStatus.FAILED, error, tb.format_exc(), retry_in=context.retry_in)
         return Outcome(RunStatus.SUCCEEDED, result=jsonable(result, _result_limit()))
 
     def _innermost(

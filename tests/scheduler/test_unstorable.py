@@ -1,6 +1,6 @@
 """A run whose output, error or result holds what no database stores (a NUL, a lone
-surrogate) is recorded with those characters replaced, and never holds back the
-outcomes of the runs after it."""
+surrogate), or whose exception cannot even be printed, is recorded (cleaned, or
+described as far as it can be) and never holds back the outcomes of the runs after it."""
 
 from __future__ import annotations
 
@@ -134,3 +134,27 @@ def test_a_result_shaped_like_a_cut_is_capped_and_cleaned_like_any_other() -> No
     capped = jsonable(forged, 100)
     assert capped["truncated"] is True and len(capped["preview"]) == 100
     assert "\\u0000" not in capped["preview"]
+
+
+async def test_an_exception_that_cannot_be_printed_fails_its_run_in_a_worker(pooled, clock) -> None:
+    """Its __str__ raised in the worker, which died: "exited with code 1 (os._exit?)"."""
+    await create("unprintable", "test.unprintable", every(60))
+    clock.advance(60)
+    await pooled.run_pass()
+    async with asyncio.timeout(30):
+        await pooled.wait_idle()
+
+    (run,) = await runs_of("unprintable")
+    assert (run.status, run.error) == ("failed", "Unprintable (its message could not be printed)")
+    assert "Unprintable" in run.traceback
+
+
+async def test_an_exception_that_cannot_be_printed_fails_its_run_inline(scheduler, clock) -> None:
+    await create("unprintable", "test.unprintable", every(60))
+    clock.advance(60)
+    await scheduler.run_pass()
+    async with asyncio.timeout(30):
+        await scheduler.wait_idle()
+
+    (run,) = await runs_of("unprintable")
+    assert (run.status, run.error) == ("failed", "Unprintable (its message could not be printed)")

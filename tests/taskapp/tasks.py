@@ -279,3 +279,14 @@ def spawn_child(pid_file: str, seconds: float = 300.0) -> None:
     with open(pid_file, "w") as note:
         note.write(str(child.pid))
     time.sleep(seconds)
+
+
+class Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no str")
+
+
+@schedules.task("test.unprintable")
+def unprintable() -> None:
+    """Raises an exception whose message cannot be printed."""
+    raise Unprintable()
