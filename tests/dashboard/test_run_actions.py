@@ -50,7 +50,14 @@ def test_cancel_never_redirects_off_site(client, operator, schedule) -> None:
     run = queued_run(schedule)
     client.force_login(operator)
     response = client.post(f"/runs/{run.pk}/cancel/", {"next": "https://evil.example/"})
-    assert response["Location"] == "/"
+    assert response["Location"] == f"/runs/{run.pk}/"
+
+
+def test_a_cancel_without_next_goes_back_to_the_run(client, operator, schedule) -> None:
+    run = queued_run(schedule)
+    client.force_login(operator)
+    response = client.post(f"/runs/{run.pk}/cancel/")
+    assert response["Location"] == f"/runs/{run.pk}/"
 
 
 def test_the_stop_button_swaps_the_run_now_control_and_explains_a_refusal(

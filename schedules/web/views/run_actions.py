@@ -38,5 +38,5 @@ def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
         messages.success(request, f"Run #{run.pk} cancelled.")
     back = request.POST.get("next", "")
     if not url_has_allowed_host_and_scheme(back, {request.get_host()}, request.is_secure()):
-        back = reverse("schedules:home")
+        back = reverse("schedules:run-detail", args=[run.pk])  # the run it was about
     return redirect(back)
