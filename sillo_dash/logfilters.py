@@ -1,8 +1,19 @@
-"""Logging filters of the project's settings (LOGGING)."""
+"""Logging filters and formatters of the project's settings (LOGGING)."""
 
 from __future__ import annotations
 
 import logging
+
+from schedules.storable import storable_text
+
+
+class PrintableFormatter(logging.Formatter):
+    """Lines without NUL characters or lone surrogates, which a task can log (its records
+    reach this handler too): a NUL made a log file binary to grep. Replaced with
+    U+FFFD, as the run's stored output has them."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return storable_text(super().format(record))
 
 
 class ClientErrorsWithoutTraceback(logging.Filter):

@@ -285,7 +285,12 @@ SERVER_EMAIL = DEFAULT_FROM_EMAIL
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "formatters": {
+        "plain": {
+            "()": "sillo_dash.logfilters.PrintableFormatter",
+            "format": "%(asctime)s %(levelname)s %(name)s: %(message)s",
+        }
+    },
     "filters": {
         "client_errors": {"()": "sillo_dash.logfilters.ClientErrorsWithoutTraceback"},
         "require_debug_false": {"()": "django.utils.log.RequireDebugFalse"},

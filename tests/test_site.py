@@ -122,3 +122,12 @@ def test_django_records_are_printed_once_also_with_debug_on() -> None:
     ]
     assert printing == []
     assert logging.getLogger("django").propagate
+
+
+def test_what_a_task_logs_reaches_the_console_without_nul_or_lone_surrogates() -> None:
+    import logging
+
+    printed = _console_output(lambda: logging.getLogger("task").warning("a\x00b \udcff c"))
+
+    assert "a\ufffdb \ufffd c" in printed
+    assert "\x00" not in printed
