@@ -9,7 +9,6 @@ null when the error concerns the request as a whole.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 
@@ -23,6 +22,7 @@ from ninja.errors import AuthenticationError, HttpError, Throttled, ValidationEr
 from .. import chains, services, tokens
 from ..registry import OPTION_NAMES
 from ..timing import InvalidTrigger
+from ..validation import json_text
 
 logger = logging.getLogger(__name__)
 UNION_TAG = re.compile(r"^(constrained-)?(int|str|float|bool|dict|list|none)$|.*\[")
@@ -51,11 +51,6 @@ class ErrorOut(Schema):
     code: str
     message: str
     errors: list[FieldError]
-
-
-def _json(value: object) -> str:
-    """A value as a client sent or reads it (JSON), not as Python shows it."""
-    return json.dumps(value, default=str, ensure_ascii=False)
 
 
 # What any operation may answer: a request Django refuses (400), no or a bad caller
@@ -188,7 +183,8 @@ def install(api: NinjaAPI) -> None:
     def edit_conflict(request: HttpRequest, exc: services.EditConflict) -> HttpResponse:
         problems: dict[str | None, str] = {None: str(exc)}
         for field, (now, yours) in exc.differences.items():
-            problems[_option_path(field)] = f"now {_json(now)}, yours {_json(yours)}"
+            now_text, yours_text = json_text(now, indent=None), json_text(yours, indent=None)
+            problems[_option_path(field)] = f"now {now_text}, yours {yours_text}"
         return error_response(409, problems)
 
     @api.exception_handler(chains.InvalidChain)
