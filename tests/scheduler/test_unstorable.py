@@ -32,12 +32,19 @@ async def outcome(code: str) -> tuple[Run, RunOutput | None]:
     return run, output
 
 
+async def fire(scheduler, clock) -> None:
+    """The slot falls due: one pass, and its runs to their recorded end (bounded: a
+    refused outcome used to be retried for ever)."""
+    clock.advance(60)
+    await scheduler.run_pass()
+    async with asyncio.timeout(30):
+        await scheduler.wait_idle()
+
+
 async def run_both(scheduler, clock, task: str, where: str) -> None:
     await create("poison", task, every(60), kwargs={"where": where})
     await create("after", "test.echo", every(60))
-    clock.advance(60)
-    await scheduler.run_pass()
-    await scheduler.wait_idle()
+    await fire(scheduler, clock)
 
 
 async def stored_cleaned(scheduler, clock, task: str, where: str) -> None:
@@ -100,10 +107,7 @@ async def test_an_outcome_the_database_refuses_anyway_costs_only_its_own_run(
     monkeypatch.setattr(outcomes, "finish_runs", refusing)
     await create("poison", "test.echo", every(60), kwargs={"refuse": "me"})
     await create("after", "test.echo", every(60))
-    clock.advance(60)
-    await scheduler.run_pass()
-    async with asyncio.timeout(30):
-        await scheduler.wait_idle()
+    await fire(scheduler, clock)
 
     (run,) = await runs_of("poison")
     assert (run.status, run.error, run.result) == (status, error.format(refusal), None)
@@ -116,10 +120,7 @@ async def test_a_result_too_long_is_cut_once_not_again_in_the_scheduler(pooled, 
     """The worker caps a result and the scheduler checks it again (middleware may have
     changed it): the worker's cut came back wrapped a second time."""
     await create("big", "test.echo", every(60), kwargs={"data": "y" * 1_000})
-    clock.advance(60)
-    await pooled.run_pass()
-    async with asyncio.timeout(30):
-        await pooled.wait_idle()
+    await fire(pooled, clock)
 
     (run,) = await runs_of("big")
     assert run.result == {"truncated": True, "preview": '{"data": "' + "y" * 90}
@@ -136,25 +137,19 @@ def test_a_result_shaped_like_a_cut_is_capped_and_cleaned_like_any_other() -> No
     assert "\\u0000" not in capped["preview"]
 
 
-async def test_an_exception_that_cannot_be_printed_fails_its_run_in_a_worker(pooled, clock) -> None:
-    """Its __str__ raised in the worker, which died: "exited with code 1 (os._exit?)"."""
+async def fails_unprintable(scheduler, clock) -> Run:
     await create("unprintable", "test.unprintable", every(60))
-    clock.advance(60)
-    await pooled.run_pass()
-    async with asyncio.timeout(30):
-        await pooled.wait_idle()
-
+    await fire(scheduler, clock)
     (run,) = await runs_of("unprintable")
     assert (run.status, run.error) == ("failed", "Unprintable (its message could not be printed)")
+    return run
+
+
+async def test_an_exception_that_cannot_be_printed_fails_its_run_in_a_worker(pooled, clock) -> None:
+    """Its __str__ raised in the worker, which died: "exited with code 1 (os._exit?)"."""
+    run = await fails_unprintable(pooled, clock)
     assert "Unprintable" in run.traceback
 
 
 async def test_an_exception_that_cannot_be_printed_fails_its_run_inline(scheduler, clock) -> None:
-    await create("unprintable", "test.unprintable", every(60))
-    clock.advance(60)
-    await scheduler.run_pass()
-    async with asyncio.timeout(30):
-        await scheduler.wait_idle()
-
-    (run,) = await runs_of("unprintable")
-    assert (run.status, run.error) == ("failed", "Unprintable (its message could not be printed)")
+    await fails_unprintable(scheduler, clock)
